@@ -1,0 +1,245 @@
+// Package agentrunner holds the domain of agentrunner: the types every other
+// package speaks (cycles, attempts, events, invocations), the small interfaces
+// that connect them (Store, Runtime, Clock) and the one error type.
+//
+// agentrunner drives pipelines of LLM agents deterministically and durably:
+// it assembles each agent's context, runs the agent, validates its output
+// artifact, moves messages between agents and records every state change in
+// one transaction, so a crash at any moment resumes where it stopped.
+//
+// Sub-packages implement these interfaces, one per dependency (sqlite,
+// runtime/process, execsvc …); cmd/agentrunner wires them together.
+package agentrunner
+
+import (
+	"context"
+	"time"
+)
+
+// State is where the loop of a pipeline is. Besides the two states below,
+// the state while a cycle runs is the id of the pipeline step being run
+// ("plan", "research" …), so a pipeline's states are exactly its graph.
+type State string
+
+const (
+	// StateIdle is the state before the first cycle of a workspace.
+	StateIdle State = "Idle"
+	// StateWaiting is the state between cycles (FR-001 WaitingForNextCycle).
+	StateWaiting State = "WaitingForNextCycle"
+)
+
+// CycleStatus is the outcome of a cycle so far.
+type CycleStatus string
+
+const (
+	// CycleRunning: the cycle has a current step and is not finished.
+	CycleRunning CycleStatus = "running"
+	// CycleCompleted: every step of the pipeline succeeded.
+	CycleCompleted CycleStatus = "completed"
+	// CycleFailed: a step failed beyond its retry policy; the loop goes on
+	// with the next scheduled cycle.
+	CycleFailed CycleStatus = "failed"
+)
+
+// Finished reports whether a cycle with this status will run no more steps.
+func (s CycleStatus) Finished() bool { return s != CycleRunning }
+
+// Cycle is one pass of a pipeline, with its own directory cycles/<ID>/.
+type Cycle struct {
+	// ID is the UTC start time as YYYYMMDD_HHMMSS; it names the directory.
+	ID       string
+	Pipeline string
+	Status   CycleStatus
+	// Step is the step being run while Status is running, else empty.
+	Step              string
+	LastCompletedStep string
+	// Dir is the absolute path of the cycle directory.
+	Dir       string
+	StartedAt time.Time
+	EndedAt   time.Time // zero while running
+	// Error says why a failed cycle failed.
+	Error string
+}
+
+// State returns the loop state this cycle puts the pipeline in.
+func (c *Cycle) State() State {
+	if c.Status == CycleRunning {
+		return State(c.Step)
+	}
+	return StateWaiting
+}
+
+// AttemptStatus is the status of one attempt.
+type AttemptStatus string
+
+const (
+	// AttemptPending: scheduled, waiting for NotBefore (a retry backoff).
+	AttemptPending AttemptStatus = "pending"
+	// AttemptRunning: started and not finished. Found at startup, it means
+	// the runner died during the attempt; recovery marks it interrupted.
+	AttemptRunning AttemptStatus = "running"
+	// AttemptSucceeded: the step's output was validated and published.
+	AttemptSucceeded AttemptStatus = "succeeded"
+	// AttemptFailed: see ErrorClass and Error.
+	AttemptFailed AttemptStatus = "failed"
+)
+
+// Attempt is one try of one step in one cycle.
+type Attempt struct {
+	CycleID string
+	Step    string
+	Number  int // 1-based
+	Agent   string
+	Status  AttemptStatus
+	// ErrorClass and Error say why a failed attempt failed.
+	ErrorClass ErrorClass
+	Error      string
+	// NotBefore is when a pending attempt may start.
+	NotBefore time.Time
+	StartedAt time.Time
+	EndedAt   time.Time
+	// ExitCode is the agent process's exit code, when there was a process.
+	ExitCode *int
+	// OutputPath is where the accepted artifact was published.
+	OutputPath string
+	// Dir is the attempt's scratch folder (prompt, logs, raw output).
+	Dir string
+}
+
+// Level is the severity of an event.
+type Level string
+
+// Event levels.
+const (
+	LevelDebug Level = "debug"
+	LevelInfo  Level = "info"
+	LevelWarn  Level = "warn"
+	LevelError Level = "error"
+)
+
+// Event is an append-only record of something the runner did (FR-057).
+type Event struct {
+	ID        int64
+	Timestamp time.Time
+	Type      string
+	Agent     string
+	Step      string
+	CycleID   string
+	Level     Level
+	// Details is a JSON-encodable map; stored as a JSON object.
+	Details map[string]any
+}
+
+// Event types written by the engine.
+const (
+	EventRunnerStarted      = "runner.started"
+	EventCycleStarted       = "cycle.started"
+	EventCycleCompleted     = "cycle.completed"
+	EventCycleFailed        = "cycle.failed"
+	EventTransition         = "state.transition"
+	EventAttemptStarted     = "attempt.started"
+	EventAttemptSucceeded   = "attempt.succeeded"
+	EventAttemptFailed      = "attempt.failed"
+	EventAttemptInterrupted = "attempt.interrupted"
+	EventRetryScheduled     = "retry.scheduled"
+	EventArtifactAccepted   = "artifact.accepted"
+	EventArtifactRejected   = "artifact.rejected"
+	EventMailboxDelivered   = "mailbox.delivered"
+	EventMemoryCreated      = "memory.created"
+	EventExecutionNotified  = "execution.notified"
+	EventExecutionStatus    = "execution.status"
+)
+
+// OutboxMessage is a side effect outside the process (a REST call) that is
+// committed together with the state change that causes it and delivered
+// afterwards, with Key as idempotency key, so neither a crash nor a retry
+// can lose or double it.
+type OutboxMessage struct {
+	Key       string
+	Kind      string
+	CycleID   string
+	Payload   []byte
+	CreatedAt time.Time
+	// DeliveredAt is zero until the receiver acknowledged the message.
+	DeliveredAt time.Time
+	// Response is the receiver's acknowledgement body.
+	Response  []byte
+	Attempts  int
+	LastError string
+}
+
+// Outbox message kinds.
+const (
+	OutboxStrategy = "execution.strategy"
+)
+
+// Change is everything one state change writes. A Store applies it in one
+// transaction: all of it is committed or none of it.
+type Change struct {
+	// From, when set, guards the change: the cycle must be in this state
+	// in the store, else Apply fails with ECONFLICT and writes nothing.
+	From State
+	// Cycle is inserted or updated (by ID).
+	Cycle *Cycle
+	// Attempts are inserted or updated (by cycle, step and number).
+	Attempts []*Attempt
+	// Events are appended; their IDs are assigned by the store.
+	Events []*Event
+	// Outbox messages are inserted; one whose key exists is left alone.
+	Outbox []*OutboxMessage
+	// Delivered marks outbox messages as acknowledged.
+	Delivered []*OutboxMessage
+}
+
+// CycleFilter selects cycles, newest first.
+type CycleFilter struct {
+	Status CycleStatus // empty: any
+	Before string      // cycle ID bound (exclusive); empty: none
+	Limit  int         // 0: no limit
+}
+
+// EventFilter selects events, oldest first.
+type EventFilter struct {
+	CycleID string
+	AfterID int64
+	Limit   int
+}
+
+// Store is the durable state of a workspace. The engine is its only writer.
+type Store interface {
+	// Apply commits a Change in one transaction.
+	Apply(ctx context.Context, ch *Change) error
+	// Cycle returns one cycle, or an ENOTFOUND error.
+	Cycle(ctx context.Context, id string) (*Cycle, error)
+	// UnfinishedCycle returns the running cycle, or an ENOTFOUND error.
+	UnfinishedCycle(ctx context.Context) (*Cycle, error)
+	// Cycles lists cycles, newest first.
+	Cycles(ctx context.Context, f CycleFilter) ([]*Cycle, error)
+	// Attempts lists the attempts of a cycle in the order they were made.
+	Attempts(ctx context.Context, cycleID string) ([]*Attempt, error)
+	// Events lists events, oldest first.
+	Events(ctx context.Context, f EventFilter) ([]*Event, error)
+	// OutboxMessage returns one outbox message by key, or ENOTFOUND.
+	OutboxMessage(ctx context.Context, key string) (*OutboxMessage, error)
+	// RecordOutboxFailure counts a failed delivery of a message.
+	RecordOutboxFailure(ctx context.Context, key, reason string) error
+	Close() error
+}
+
+// Clock is the time source; tests inject a fake so nothing sleeps.
+type Clock interface {
+	Now() time.Time
+	// After is time.After on this clock.
+	After(d time.Duration) <-chan time.Time
+}
+
+// SystemClock is the real time.
+type SystemClock struct{}
+
+// Now returns the current UTC time.
+func (SystemClock) Now() time.Time { return time.Now().UTC() }
+
+// After waits on the real clock.
+func (SystemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+var _ Clock = SystemClock{}

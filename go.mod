@@ -1,0 +1,3 @@
+module github.com/agentrunner/agentrunner
+
+go 1.26.0

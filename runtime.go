@@ -1,0 +1,66 @@
+package agentrunner
+
+import (
+	"context"
+	"time"
+)
+
+// Runtime runs one agent attempt: a child process, a conversation with an
+// LLM provider, or a deterministic mock. It must write the agent's artifact
+// to inv.OutputPath; the engine validates and publishes it afterwards.
+//
+// Run returns an error built with Fail, so the engine can tell a retryable
+// failure (timeout, crash, provider 5xx) from one that is not (bad config).
+// When ctx ends, Run stops the agent and returns promptly.
+type Runtime interface {
+	Run(ctx context.Context, inv *Invocation) (*RunResult, error)
+}
+
+// Invocation is everything an agent is given for one attempt (FR-012).
+// Every path is absolute.
+type Invocation struct {
+	CycleID string
+	Step    string
+	Agent   string
+	Attempt int
+
+	// Prompt is the assembled context: identity, tools, mailbox, inputs,
+	// template and output instructions, in that order (FR-150).
+	Prompt string
+	// PromptPath holds the same prompt as a file.
+	PromptPath string
+	// Dir is the attempt's scratch folder; the agent's working directory.
+	Dir string
+	// OutputPath is where the agent writes its artifact (inside Dir).
+	OutputPath string
+	// CycleDir is the current cycle's directory (read-only for agents).
+	CycleDir string
+	// MailboxPath is the agent's mailbox file.
+	MailboxPath string
+	// MemoryPath is the agent's memory file, if it keeps one.
+	MemoryPath string
+	// Inputs are the artifacts the agent reads (FR-039/151).
+	Inputs []Input
+	// TemplatePath is the output template (FR-154).
+	TemplatePath string
+	// SchemaPath is the JSON Schema of a JSON artifact, if any.
+	SchemaPath string
+	// Timeout is the attempt's time limit; ctx carries the same deadline.
+	Timeout time.Duration
+}
+
+// Input is one artifact given to an agent.
+type Input struct {
+	// Name describes the input for the prompt ("plan.md of this cycle").
+	Name string
+	Path string
+}
+
+// RunResult is what a runtime observed while running an agent (FR-015).
+type RunResult struct {
+	// ExitCode of the agent process; nil when there was no process.
+	ExitCode *int
+	// StdoutPath and StderrPath hold the captured output, when any.
+	StdoutPath string
+	StderrPath string
+}
