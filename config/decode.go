@@ -1,0 +1,297 @@
+package config
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Problem is one thing wrong with a configuration, located as precisely as
+// the source allows: file:line:column and the key path.
+type Problem struct {
+	// Where is "file:line:col", "file:line", "environment variable NAME" or
+	// just the file.
+	Where string
+	// Key is the dotted key path, e.g. "agents.plan.timeout".
+	Key     string
+	Message string
+}
+
+func (p Problem) String() string {
+	var b strings.Builder
+	b.WriteString(p.Where)
+	b.WriteString(": ")
+	if p.Key != "" {
+		b.WriteString(p.Key)
+		b.WriteString(": ")
+	}
+	b.WriteString(p.Message)
+	return b.String()
+}
+
+// Problems is every problem found, returned as one error so that a user
+// fixes them all in one go instead of one per run.
+type Problems []Problem
+
+func (ps Problems) Error() string {
+	lines := make([]string, len(ps))
+	for i, p := range ps {
+		lines[i] = p.String()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Duration is a time.Duration written as a Go duration string ("30m").
+type Duration time.Duration
+
+// D returns the time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+func (d Duration) String() string { return time.Duration(d).String() }
+
+var durationType = reflect.TypeOf(Duration(0))
+
+// decoder decodes a yaml.Node tree into Go structs strictly: unknown keys,
+// duplicate keys, wrong types and bad durations are all reported, each with
+// its position, and decoding goes on to find the rest.
+type decoder struct {
+	file     string
+	problems Problems
+	// lines maps a key path to the position of its key.
+	lines map[string]string
+}
+
+func (d *decoder) fail(n *yaml.Node, key, format string, args ...any) {
+	d.problems = append(d.problems, Problem{
+		Where:   fmt.Sprintf("%s:%d:%d", d.file, n.Line, n.Column),
+		Key:     key,
+		Message: fmt.Sprintf(format, args...),
+	})
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		switch n.Tag {
+		case "!!str":
+			return fmt.Sprintf("the string %q", n.Value)
+		case "!!null":
+			return "null"
+		}
+		return fmt.Sprintf("%s %s", strings.TrimPrefix(n.Tag, "!!"), n.Value)
+	}
+	return "an unsupported node"
+}
+
+func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
+	for n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return // an empty value leaves the zero value; validation decides if it is required
+	}
+	if v.Type() == durationType {
+		d.decodeDuration(n, v, path)
+		return
+	}
+	switch v.Kind() {
+	case reflect.Pointer:
+		elem := reflect.New(v.Type().Elem())
+		d.decode(n, elem.Elem(), path)
+		v.Set(elem)
+	case reflect.Struct:
+		d.decodeStruct(n, v, path)
+	case reflect.Map:
+		d.decodeMap(n, v, path)
+	case reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			d.fail(n, path, "want a list, got %s", kindName(n))
+			return
+		}
+		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
+		for i, item := range n.Content {
+			d.decode(item, s.Index(i), fmt.Sprintf("%s[%d]", path, i))
+		}
+		v.Set(s)
+	case reflect.String:
+		if n.Kind != yaml.ScalarNode || n.Tag == "!!bool" {
+			d.fail(n, path, "want a string, got %s", kindName(n))
+			return
+		}
+		v.SetString(n.Value)
+	case reflect.Int:
+		if n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
+			d.fail(n, path, "want an integer, got %s", kindName(n))
+			return
+		}
+		i, err := strconv.ParseInt(n.Value, 0, 64)
+		if err != nil {
+			d.fail(n, path, "want an integer, got %q", n.Value)
+			return
+		}
+		v.SetInt(i)
+	case reflect.Float64:
+		if n.Kind != yaml.ScalarNode || (n.Tag != "!!int" && n.Tag != "!!float") {
+			d.fail(n, path, "want a number, got %s", kindName(n))
+			return
+		}
+		f, err := strconv.ParseFloat(n.Value, 64)
+		if err != nil {
+			d.fail(n, path, "want a number, got %q", n.Value)
+			return
+		}
+		v.SetFloat(f)
+	case reflect.Bool:
+		if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" {
+			d.fail(n, path, "want true or false, got %s", kindName(n))
+			return
+		}
+		b, _ := strconv.ParseBool(n.Value)
+		v.SetBool(b)
+	default:
+		d.fail(n, path, "internal error: no decoder for %s", v.Type()) // a config type this decoder does not know
+	}
+}
+
+func (d *decoder) decodeDuration(n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind != yaml.ScalarNode || n.Tag == "!!bool" {
+		d.fail(n, path, "want a duration such as 30m, got %s", kindName(n))
+		return
+	}
+	dur, err := time.ParseDuration(n.Value)
+	if err != nil {
+		d.fail(n, path, "invalid duration %q: want a Go duration such as 90s, 30m or 6h", n.Value)
+		return
+	}
+	if dur < 0 {
+		d.fail(n, path, "duration %q is negative", n.Value)
+		return
+	}
+	v.SetInt(int64(dur))
+}
+
+// pairs returns a mapping's key/value pairs, reporting non-string keys,
+// duplicate keys and merge keys.
+func (d *decoder) pairs(n *yaml.Node, path string) [][2]*yaml.Node {
+	if n.Kind != yaml.MappingNode {
+		d.fail(n, path, "want a mapping, got %s", kindName(n))
+		return nil
+	}
+	seen := map[string]*yaml.Node{}
+	var out [][2]*yaml.Node
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := n.Content[i], n.Content[i+1]
+		if k.Kind != yaml.ScalarNode {
+			d.fail(k, path, "keys must be strings, got %s", kindName(k))
+			continue
+		}
+		if k.Tag == "!!merge" {
+			d.fail(k, path, "merge keys (<<) are not supported; use defaults: for shared settings")
+			continue
+		}
+		if prev, dup := seen[k.Value]; dup {
+			d.fail(k, join(path, k.Value), "duplicate key (first at line %d)", prev.Line)
+			continue
+		}
+		seen[k.Value] = k
+		out = append(out, [2]*yaml.Node{k, val})
+	}
+	return out
+}
+
+func (d *decoder) decodeMap(n *yaml.Node, v reflect.Value, path string) {
+	pairs := d.pairs(n, path)
+	if n.Kind != yaml.MappingNode {
+		return
+	}
+	m := reflect.MakeMapWithSize(v.Type(), len(pairs))
+	for _, p := range pairs {
+		key := join(path, p[0].Value)
+		d.lines[key] = fmt.Sprintf("%s:%d", d.file, p[0].Line)
+		elem := reflect.New(v.Type().Elem()).Elem()
+		d.decode(p[1], elem, key)
+		m.SetMapIndex(reflect.ValueOf(p[0].Value), elem)
+	}
+	v.Set(m)
+}
+
+func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
+	fields := yamlFields(v.Type())
+	for _, p := range d.pairs(n, path) {
+		name := p[0].Value
+		key := join(path, name)
+		idx, ok := fields[name]
+		if !ok {
+			d.fail(p[0], path, "unknown key %q%s", name, suggest(name, fields))
+			continue
+		}
+		d.lines[key] = fmt.Sprintf("%s:%d", d.file, p[0].Line)
+		d.decode(p[1], v.Field(idx), key)
+	}
+}
+
+// yamlFields maps the yaml names of a struct's fields to their index.
+func yamlFields(t reflect.Type) map[string]int {
+	fields := map[string]int{}
+	for i := 0; i < t.NumField(); i++ {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		fields[name] = i
+	}
+	return fields
+}
+
+// suggest names the closest known key, or lists them all.
+func suggest(name string, fields map[string]int) string {
+	known := make([]string, 0, len(fields))
+	best, bestDist := "", 3
+	for k := range fields {
+		known = append(known, k)
+		if dist := editDistance(name, k); dist < bestDist {
+			best, bestDist = k, dist
+		}
+	}
+	if best != "" {
+		return fmt.Sprintf(" (did you mean %q?)", best)
+	}
+	sort.Strings(known)
+	return fmt.Sprintf(" (known keys: %s)", strings.Join(known, ", "))
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

@@ -1,0 +1,163 @@
+package config
+
+import (
+	"path/filepath"
+	"time"
+)
+
+// The defaults, all in one place. The README's configuration reference
+// lists the same values.
+const (
+	DefaultName             = "agentrunner"
+	DefaultArtifactsDir     = "./artifacts" // FR-158
+	DefaultStateDriver      = "sqlite"
+	DefaultStateFile        = "state.db" // under artifacts_dir
+	DefaultToolsFile        = "tools.md"
+	DefaultMemoryTemplate   = "output_templates/memory.md"
+	DefaultAgentTimeout     = 30 * time.Minute
+	DefaultRetriesMax       = 3 // FR-045
+	DefaultKillGrace        = 5 * time.Second
+	DefaultEvery            = 6 * time.Hour
+	DefaultMinCycle         = 1 * time.Hour  // FR-005
+	DefaultMaxCycle         = 24 * time.Hour // FR-006
+	DefaultMaxMessages      = 5              // FR-031
+	DefaultExecutionTimeout = 2 * time.Hour
+	DefaultPollInterval     = 30 * time.Second
+	DefaultRequestTimeout   = 10 * time.Second
+	DefaultListen           = "127.0.0.1:8080"
+)
+
+// DefaultBackoff is the wait before the first, second and third retry
+// (FR-046); later retries wait as long as the last.
+var DefaultBackoff = []time.Duration{5 * time.Minute, 15 * time.Minute, 45 * time.Minute}
+
+func orDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
+	}
+}
+
+// WithDefaults fills every unset key with its default. It is idempotent.
+func (c *Config) WithDefaults() {
+	orDefault(&c.Name, DefaultName)
+	orDefault(&c.ArtifactsDir, DefaultArtifactsDir)
+	orDefault(&c.State.Driver, DefaultStateDriver)
+	orDefault(&c.State.Path, filepath.Join(c.ArtifactsDir, DefaultStateFile))
+	orDefault(&c.ToolsFile, DefaultToolsFile)
+	orDefault(&c.MemoryTemplate, DefaultMemoryTemplate)
+	if c.Providers == nil {
+		c.Providers = map[string]*Provider{}
+	}
+	if c.Providers[ProviderMock] == nil {
+		c.Providers[ProviderMock] = &Provider{Kind: ProviderMock}
+	}
+	for _, p := range c.Providers {
+		if p != nil {
+			orDefault(&p.KillGrace, Duration(DefaultKillGrace))
+		}
+	}
+	orDefault(&c.Defaults.Timeout, Duration(DefaultAgentTimeout))
+	c.Defaults.Retries.withDefaults(Retries{})
+	for name, a := range c.Agents {
+		if a == nil {
+			continue
+		}
+		a.Name = name
+		orDefault(&a.Provider, c.Defaults.Provider)
+		orDefault(&a.Timeout, c.Defaults.Timeout)
+		if a.Retries == nil {
+			a.Retries = &Retries{}
+		}
+		a.Retries.withDefaults(c.Defaults.Retries)
+	}
+	for id, s := range c.Pipeline.Steps {
+		if s == nil {
+			continue
+		}
+		s.ID = id
+		if s.Kind == "" {
+			s.Kind = StepAgent
+		}
+	}
+	orDefault(&c.Schedule.Every, Duration(DefaultEvery))
+	orDefault(&c.Schedule.MinCycle, Duration(DefaultMinCycle))
+	orDefault(&c.Schedule.MaxCycle, Duration(DefaultMaxCycle))
+	orDefault(&c.Mailbox.MaxMessages, DefaultMaxMessages)
+	orDefault(&c.ExecutionService.Timeout, Duration(DefaultExecutionTimeout))
+	orDefault(&c.ExecutionService.PollInterval, Duration(DefaultPollInterval))
+	orDefault(&c.ExecutionService.RequestTimeout, Duration(DefaultRequestTimeout))
+	orDefault(&c.Server.Listen, DefaultListen)
+}
+
+// withDefaults fills r from parent, and parent's gaps from the defaults.
+func (r *Retries) withDefaults(parent Retries) {
+	if r.Max == nil {
+		r.Max = parent.Max
+	}
+	if r.Max == nil {
+		n := DefaultRetriesMax
+		r.Max = &n
+	}
+	if len(r.Backoff) == 0 {
+		r.Backoff = parent.Backoff
+	}
+	if len(r.Backoff) == 0 {
+		for _, d := range DefaultBackoff {
+			r.Backoff = append(r.Backoff, Duration(d))
+		}
+	}
+}
+
+// Policy is a resolved retry policy.
+type Policy struct {
+	Max     int
+	Backoff []time.Duration
+}
+
+// Wait returns the backoff before retry number n (1-based).
+func (p Policy) Wait(n int) time.Duration {
+	if len(p.Backoff) == 0 || n < 1 {
+		return 0
+	}
+	return p.Backoff[min(n, len(p.Backoff))-1]
+}
+
+func (r *Retries) policy() Policy {
+	p := Policy{Max: *r.Max}
+	for _, d := range r.Backoff {
+		p.Backoff = append(p.Backoff, d.D())
+	}
+	return p
+}
+
+// StepPolicy returns the retry policy of a step: the step's own, else its
+// agent's, else the defaults.
+func (c *Config) StepPolicy(s *Step) Policy {
+	parent := c.Defaults.Retries
+	if a := c.Agents[s.Agent]; s.Kind == StepAgent && a != nil {
+		parent = *a.Retries
+	}
+	if s.Retries == nil {
+		return parent.policy()
+	}
+	r := *s.Retries
+	r.withDefaults(parent)
+	return r.policy()
+}
+
+// StepTimeout returns the time limit of one attempt of a step: the step's
+// own (FR-018), else its agent's, else for an execution step the Execution
+// Service timeout.
+func (c *Config) StepTimeout(s *Step) time.Duration {
+	if s.Timeout > 0 {
+		return s.Timeout.D()
+	}
+	if s.Kind == StepExecution {
+		return c.ExecutionService.Timeout.D()
+	}
+	if a := c.Agents[s.Agent]; a != nil {
+		return a.Timeout.D()
+	}
+	return c.Defaults.Timeout.D()
+}

@@ -1,0 +1,368 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/agentrunner/agentrunner/statemachine"
+)
+
+// namePattern is what agent, step and provider names must look like: they
+// become file and directory names.
+var namePattern = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,62}$`)
+
+// envNamePattern is what the name of an environment variable must look like.
+var envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+var deliveryKinds = []string{"forward", "backward", "broadcast", "status"}
+
+type validator struct {
+	c        *Config
+	problems Problems
+}
+
+func (v *validator) add(key, format string, args ...any) {
+	v.problems = append(v.problems, Problem{Where: v.c.where(key), Key: key, Message: fmt.Sprintf(format, args...)})
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// validate checks everything that can be checked without reading other
+// files; the workspace package checks the files the configuration names.
+func (c *Config) validate() Problems {
+	v := &validator{c: c}
+	if c.Version != 1 {
+		v.add("version", "must be 1, got %d", c.Version)
+	}
+	if c.State.Driver != DefaultStateDriver {
+		v.add("state.driver", "unknown driver %q (supported: sqlite)", c.State.Driver)
+	}
+	for _, name := range sortedKeys(c.Providers) {
+		v.provider(name, c.Providers[name])
+	}
+	for _, name := range sortedKeys(c.Agents) {
+		v.agent(name, c.Agents[name])
+	}
+	v.pipeline()
+	if c.Schedule.Every <= 0 {
+		v.add("schedule.every", "must be positive")
+	}
+	if c.Schedule.MaxCycle <= 0 {
+		v.add("schedule.max_cycle", "must be positive")
+	} else if c.Schedule.MinCycle > c.Schedule.MaxCycle {
+		v.add("schedule.min_cycle", "%s is longer than schedule.max_cycle %s", c.Schedule.MinCycle, c.Schedule.MaxCycle)
+	}
+	if c.Mailbox.MaxMessages < 1 {
+		v.add("mailbox.max_messages", "must be at least 1, got %d", c.Mailbox.MaxMessages)
+	}
+	v.executionService()
+	if _, _, err := net.SplitHostPort(c.Server.Listen); err != nil {
+		v.add("server.listen", "want host:port, got %q", c.Server.Listen)
+	}
+	return v.problems
+}
+
+func (v *validator) provider(name string, p *Provider) {
+	key := "providers." + name
+	if !namePattern.MatchString(name) {
+		v.add(key, "provider names are lower-case letters, digits, _ and -")
+	}
+	if p == nil {
+		v.add(key, "is empty")
+		return
+	}
+	switch p.Kind {
+	case ProviderMock:
+		if len(p.Command) > 0 {
+			v.add(key+".command", "only process providers take a command")
+		}
+	case ProviderProcess:
+		if len(p.Command) == 0 || p.Command[0] == "" {
+			v.add(key+".command", "a process provider needs a command (an argv list)")
+		}
+	case "":
+		v.add(key+".kind", "is required (mock or process)")
+	default:
+		v.add(key+".kind", "unknown kind %q (supported: mock, process)", p.Kind)
+	}
+	for _, k := range sortedKeys(p.Env) {
+		if !envNamePattern.MatchString(k) {
+			v.add(key+".env", "%q is not a valid environment variable name", k)
+		}
+	}
+}
+
+func (v *validator) retries(key string, r *Retries) {
+	if r == nil {
+		return
+	}
+	if r.Max != nil && *r.Max < 0 {
+		v.add(key+".max", "must not be negative")
+	}
+	for i, d := range r.Backoff {
+		if d <= 0 {
+			v.add(fmt.Sprintf("%s.backoff[%d]", key, i), "must be positive")
+		}
+	}
+}
+
+// plainFile reports whether name is a bare file name (no directories).
+func plainFile(name string) bool {
+	return name != "" && name != "." && name != ".." && !strings.ContainsAny(name, `/\`) && filepath.Base(name) == name
+}
+
+func (v *validator) agent(name string, a *Agent) {
+	key := "agents." + name
+	if !namePattern.MatchString(name) {
+		v.add(key, "agent names are lower-case letters, digits, _ and - (they name mailboxes and folders)")
+	}
+	if a == nil {
+		v.add(key, "is empty")
+		return
+	}
+	if a.Identity == "" {
+		v.add(key+".identity", "is required: the agent's identity prompt file (FR-148)")
+	}
+	switch {
+	case a.Provider == "":
+		v.add(key+".provider", "is required (set it here or in defaults.provider)")
+	case v.c.Providers[a.Provider] == nil:
+		v.add(key+".provider", "unknown provider %q (defined: %s)", a.Provider, strings.Join(sortedKeys(v.c.Providers), ", "))
+	}
+	if a.Timeout <= 0 {
+		v.add(key+".timeout", "must be positive")
+	}
+	v.retries(key+".retries", a.Retries)
+	seen := map[string]bool{}
+	for i, t := range a.Tools {
+		if t == "" || seen[t] {
+			v.add(fmt.Sprintf("%s.tools[%d]", key, i), "empty or repeated tool %q", t)
+		}
+		seen[t] = true
+	}
+	out := a.Output
+	switch {
+	case !plainFile(out.File):
+		v.add(key+".output.file", "must be a file name without directories, got %q", out.File)
+	case out.Template == "":
+		v.add(key+".output.template", "is required: the output template (FR-153)")
+	case filepath.Ext(out.Template) != filepath.Ext(out.File):
+		v.add(key+".output.template", "template %q and artifact %q must have the same extension", out.Template, out.File)
+	case filepath.Ext(out.File) != ".md" && filepath.Ext(out.File) != ".json":
+		v.add(key+".output.file", "artifacts are markdown (.md) or JSON (.json), got %q", out.File)
+	case out.Schema != "" && filepath.Ext(out.File) != ".json":
+		v.add(key+".output.schema", "a schema only applies to a JSON artifact")
+	}
+	for i, in := range a.Inputs {
+		ik := fmt.Sprintf("%s.inputs[%d]", key, i)
+		switch {
+		case (in.Artifact == "") == (in.Memory == ""):
+			v.add(ik, "set exactly one of artifact or memory")
+		case in.Memory != "":
+			if m := v.c.Agents[in.Memory]; m == nil || !m.Memory {
+				v.add(ik+".memory", "%q is not an agent with memory: true", in.Memory)
+			}
+			if in.History != nil {
+				v.add(ik+".history", "applies to artifacts, not memory")
+			}
+		case !plainFile(in.Artifact):
+			v.add(ik+".artifact", "must be a file name, got %q", in.Artifact)
+		case in.History != nil && in.History.Last < 0:
+			v.add(ik+".history.last", "must not be negative")
+		case in.History != nil && in.History.Last == 0 && in.History.Within == 0:
+			v.add(ik+".history", "set last, within or both")
+		}
+	}
+}
+
+func (v *validator) pipeline() {
+	c := v.c
+	p := c.Pipeline
+	if len(p.Steps) == 0 {
+		v.add("pipeline.steps", "the pipeline needs at least one step")
+		return
+	}
+	if p.Start == "" {
+		v.add("pipeline.start", "is required: the first step of a cycle")
+	}
+	next := map[string]string{}
+	for _, id := range sortedKeys(p.Steps) {
+		s := p.Steps[id]
+		key := "pipeline.steps." + id
+		if !namePattern.MatchString(id) {
+			v.add(key, "step names are lower-case letters, digits, _ and - (they name folders)")
+		}
+		if s == nil {
+			v.add(key, "is empty")
+			continue
+		}
+		switch s.Next {
+		case "":
+			v.add(key+".next", `is required: a step name or "end"`)
+		case EndStep:
+			next[id] = statemachine.End
+		default:
+			next[id] = s.Next
+		}
+		v.retries(key+".retries", s.Retries)
+		switch s.Kind {
+		case StepAgent:
+			if s.Agent == "" {
+				v.add(key+".agent", "is required for an agent step")
+			} else if c.Agents[s.Agent] == nil {
+				v.add(key+".agent", "unknown agent %q", s.Agent)
+			}
+			if s.Artifact != "" || s.Validity != (Validity{}) {
+				v.add(key, "artifact and validity apply to execution steps only")
+			}
+		case StepExecution:
+			if s.Agent != "" {
+				v.add(key+".agent", "an execution step runs no agent")
+			}
+			if s.Artifact == "" {
+				v.add(key+".artifact", "is required: the artifact handed to the Execution Service")
+			} else if filepath.Ext(s.Artifact) != ".json" {
+				v.add(key+".artifact", "must be a JSON artifact, got %q", s.Artifact)
+			}
+			for _, ptr := range []struct{ k, v string }{{"from", s.Validity.From}, {"until", s.Validity.Until}} {
+				if ptr.v != "" && !strings.HasPrefix(ptr.v, "/") {
+					v.add(key+".validity."+ptr.k, "must be a JSON pointer such as /validity/valid_until, got %q", ptr.v)
+				}
+			}
+		default:
+			v.add(key+".kind", "unknown step kind %q (supported: agent, execution)", s.Kind)
+		}
+		for i, d := range s.Deliver {
+			dk := fmt.Sprintf("%s.deliver[%d]", key, i)
+			if !slices.Contains(deliveryKinds, d.Kind) {
+				v.add(dk+".kind", "unknown kind %q (supported: %s)", d.Kind, strings.Join(deliveryKinds, ", "))
+			}
+			if len(d.To) == 0 {
+				v.add(dk+".to", "names no agent")
+			}
+			for _, to := range d.To {
+				if c.Agents[to] == nil {
+					v.add(dk+".to", "unknown agent %q", to)
+				}
+			}
+			if d.Section != "" && d.Field != "" {
+				v.add(dk, "set section (markdown) or field (JSON), not both")
+			}
+			if d.Field != "" && !strings.HasPrefix(d.Field, "/") {
+				v.add(dk+".field", "must be a JSON pointer, got %q", d.Field)
+			}
+			if out := v.stepOutput(s); out != "" {
+				if d.Section != "" && filepath.Ext(out) != ".md" {
+					v.add(dk+".section", "quotes a markdown section, but the step produces %s", out)
+				}
+				if d.Field != "" && filepath.Ext(out) != ".json" {
+					v.add(dk+".field", "quotes a JSON field, but the step produces %s", out)
+				}
+			}
+		}
+	}
+	if len(v.problems) > 0 || p.Start == "" {
+		return // the graph check below would only repeat what is already said
+	}
+	m, err := statemachine.New(p.Start, next)
+	if err != nil {
+		v.add("pipeline", "%v", err)
+		return
+	}
+	v.dataflow(m.Steps())
+}
+
+// stepOutput is the artifact a step produces, if any.
+func (v *validator) stepOutput(s *Step) string {
+	if a := v.c.Agents[s.Agent]; s.Kind == StepAgent && a != nil {
+		return a.Output.File
+	}
+	return ""
+}
+
+// dataflow checks that every artifact is produced once, and before the
+// steps that read it from the current cycle.
+func (v *validator) dataflow(order []string) {
+	c := v.c
+	producedBy := map[string]string{}
+	for _, id := range order {
+		s := c.Pipeline.Steps[id]
+		key := "pipeline.steps." + id
+		if s.Kind == StepExecution {
+			if producedBy[s.Artifact] == "" {
+				v.add(key+".artifact", "%q is not produced by an earlier step", s.Artifact)
+			}
+			continue
+		}
+		a := c.Agents[s.Agent]
+		for i, in := range a.Inputs {
+			if in.Artifact == "" || in.History != nil {
+				continue
+			}
+			if producedBy[in.Artifact] == "" {
+				v.add(fmt.Sprintf("agents.%s.inputs[%d].artifact", a.Name, i), "%q is not produced by a step before %q", in.Artifact, id)
+			}
+		}
+		if prev := producedBy[a.Output.File]; prev != "" {
+			v.add(key, "produces %q, which step %q already produces", a.Output.File, prev)
+		}
+		producedBy[a.Output.File] = id
+	}
+	for _, name := range sortedKeys(c.Agents) {
+		for i, in := range c.Agents[name].Inputs {
+			if in.History != nil && producedBy[in.Artifact] == "" {
+				v.add(fmt.Sprintf("agents.%s.inputs[%d].artifact", name, i), "no step produces %q", in.Artifact)
+			}
+		}
+	}
+}
+
+func (v *validator) executionService() {
+	es := v.c.ExecutionService
+	needed := false
+	for _, s := range v.c.Pipeline.Steps {
+		if s != nil && s.Kind == StepExecution {
+			needed = true
+		}
+	}
+	if es.URL == "" {
+		if needed {
+			v.add("execution_service.url", "is required: the pipeline has an execution step")
+		}
+	} else if u, err := url.Parse(es.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		v.add("execution_service.url", "want an http or https URL, got %q", es.URL)
+	}
+	if es.TokenEnv != "" && !envNamePattern.MatchString(es.TokenEnv) {
+		v.add("execution_service.token_env", "%q is not an environment variable name (give the name of the variable that holds the token, not the token)", es.TokenEnv)
+	}
+	if es.PollInterval <= 0 || es.RequestTimeout <= 0 || es.Timeout <= 0 {
+		v.add("execution_service", "timeout, poll_interval and request_timeout must be positive")
+	}
+}
+
+// Machine returns the state machine of the pipeline graph. The graph was
+// checked by Load, so only a Config built by hand can make it fail.
+func (c *Config) Machine() (*statemachine.Machine, error) {
+	next := map[string]string{}
+	for id, s := range c.Pipeline.Steps {
+		if s.Next == EndStep {
+			next[id] = statemachine.End
+		} else {
+			next[id] = s.Next
+		}
+	}
+	return statemachine.New(c.Pipeline.Start, next)
+}

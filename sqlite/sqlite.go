@@ -1,0 +1,126 @@
+// Package sqlite is the embedded Store: SQLite through a pure-Go driver, in
+// WAL mode with a busy timeout, foreign keys on, synchronous=FULL (a commit
+// is durable when Apply returns) and embedded migrations.
+//
+// Writes go through one connection, so they are serialized in-process and
+// each Apply is one IMMEDIATE transaction; reads use a separate pool of
+// query-only connections, so readers never block the engine (WAL).
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/agentrunner/agentrunner"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Store is the SQLite implementation of agentrunner.Store.
+type Store struct {
+	write   *sql.DB
+	read    *sql.DB
+	commits atomic.Int64
+}
+
+var _ agentrunner.Store = (*Store)(nil)
+
+func dsn(path string, pragmas ...string) string {
+	q := url.Values{}
+	for _, p := range pragmas {
+		q.Add("_pragma", p)
+	}
+	return "file:" + path + "?" + q.Encode()
+}
+
+// Open opens (creating if needed) the database at path and migrates it to
+// the current schema.
+func Open(ctx context.Context, path string) (*Store, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("create directory for state database: %w", err)
+	}
+	common := []string{"busy_timeout(10000)", "foreign_keys(1)", "journal_mode(WAL)", "synchronous(FULL)"}
+	write, err := sql.Open("sqlite", dsn(path, common...)+"&_txlock=immediate")
+	if err != nil {
+		return nil, fmt.Errorf("open state database %s: %w", path, err)
+	}
+	write.SetMaxOpenConns(1)
+	write.SetConnMaxIdleTime(0)
+	s := &Store{write: write}
+	if err := s.migrate(ctx); err != nil {
+		write.Close()
+		return nil, fmt.Errorf("state database %s: %w", path, err)
+	}
+	read, err := sql.Open("sqlite", dsn(path, append(common, "query_only(1)")...))
+	if err != nil {
+		write.Close()
+		return nil, fmt.Errorf("open state database %s: %w", path, err)
+	}
+	read.SetMaxOpenConns(4)
+	s.read = read
+	return s, nil
+}
+
+// Close closes both connection pools.
+func (s *Store) Close() error {
+	return errors.Join(s.read.Close(), s.write.Close())
+}
+
+// Commits returns how many write transactions have committed; benchmarks
+// report it per step.
+func (s *Store) Commits() int64 { return s.commits.Load() }
+
+func (s *Store) migrate(ctx context.Context) error {
+	names, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	var current int
+	if err := s.write.QueryRowContext(ctx, "PRAGMA user_version").Scan(&current); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	if current > len(names) {
+		return fmt.Errorf("schema version %d is newer than this agentrunner knows (%d): upgrade agentrunner", current, len(names))
+	}
+	for i, name := range names[current:] {
+		version := current + i + 1
+		prefix, _, _ := strings.Cut(filepath.Base(name), "_")
+		if n, err := strconv.Atoi(prefix); err != nil || n != version {
+			return fmt.Errorf("migration %s is out of sequence (want number %d)", name, version)
+		}
+		body, err := migrations.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		tx, err := s.write.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("migration %s: %w", name, err)
+		}
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", version)); err != nil {
+			tx.Rollback()
+			return err
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("migration %s: %w", name, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,132 @@
+// Package statemachine checks the transitions of a pipeline's loop against
+// its graph (FR-001, FR-004). It knows nothing about any particular
+// pipeline: the learning loop is one graph, other pipelines are others.
+//
+// The states are Idle (before the first cycle), WaitingForNextCycle
+// (between cycles) and one state per step. The legal transitions are:
+//
+//	Idle, WaitingForNextCycle → the start step     (a cycle begins)
+//	step → its successor                           (the step succeeded)
+//	step → WaitingForNextCycle                     (the cycle ended: the last
+//	                                                step succeeded, or a step
+//	                                                failed for good)
+//
+// A retry is not a transition: the state stays at the step.
+package statemachine
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/agentrunner/agentrunner"
+)
+
+// End is the successor of a pipeline's last step.
+const End = ""
+
+// Machine is the transition table of one pipeline graph.
+type Machine struct {
+	start string
+	next  map[string]string
+	order []string
+}
+
+// TransitionError is an illegal transition. Nothing was changed.
+type TransitionError struct {
+	From, To agentrunner.State
+}
+
+func (e *TransitionError) Error() string {
+	return fmt.Sprintf("illegal transition %s → %s", e.From, e.To)
+}
+
+// New builds the machine of a graph: start is the first step, next maps each
+// step to its successor (End after the last). It refuses a graph whose start
+// or successors are not steps, whose steps are not all reachable from start,
+// that loops within a cycle, or that uses a reserved state name as a step.
+func New(start string, next map[string]string) (*Machine, error) {
+	if len(next) == 0 {
+		return nil, fmt.Errorf("pipeline has no steps")
+	}
+	for step, succ := range next {
+		if step == End || isReserved(step) {
+			return nil, fmt.Errorf("%q cannot be a step name: it is reserved", step)
+		}
+		if succ != End {
+			if _, ok := next[succ]; !ok {
+				return nil, fmt.Errorf("step %q: successor %q is not a step", step, succ)
+			}
+		}
+	}
+	if _, ok := next[start]; !ok {
+		return nil, fmt.Errorf("start step %q is not a step", start)
+	}
+	var order []string
+	seen := map[string]bool{}
+	for s := start; s != End; s = next[s] {
+		if seen[s] {
+			return nil, fmt.Errorf("step %q is reached twice in one cycle: a loop within a cycle needs a cap, which this pipeline kind does not have", s)
+		}
+		seen[s] = true
+		order = append(order, s)
+	}
+	if len(order) != len(next) {
+		var unreachable []string
+		for s := range next {
+			if !seen[s] {
+				unreachable = append(unreachable, s)
+			}
+		}
+		sort.Strings(unreachable)
+		return nil, fmt.Errorf("steps not reachable from start %q: %v", start, unreachable)
+	}
+	return &Machine{start: start, next: next, order: order}, nil
+}
+
+func isReserved(name string) bool {
+	return name == string(agentrunner.StateIdle) || name == string(agentrunner.StateWaiting)
+}
+
+// Start returns the state a cycle begins in.
+func (m *Machine) Start() agentrunner.State { return agentrunner.State(m.start) }
+
+// Steps returns the steps in the order a cycle runs them.
+func (m *Machine) Steps() []string { return slices.Clone(m.order) }
+
+// IsStep reports whether s is the state of a step of this pipeline.
+func (m *Machine) IsStep(s agentrunner.State) bool {
+	_, ok := m.next[string(s)]
+	return ok
+}
+
+// AfterSuccess returns the state that follows a successful step: its
+// successor, or WaitingForNextCycle after the last step.
+func (m *Machine) AfterSuccess(step agentrunner.State) (agentrunner.State, error) {
+	succ, ok := m.next[string(step)]
+	if !ok {
+		return "", fmt.Errorf("%q is not a step of this pipeline", step)
+	}
+	if succ == End {
+		return agentrunner.StateWaiting, nil
+	}
+	return agentrunner.State(succ), nil
+}
+
+// Check returns a *TransitionError unless from → to is legal.
+func (m *Machine) Check(from, to agentrunner.State) error {
+	switch {
+	case from == agentrunner.StateIdle || from == agentrunner.StateWaiting:
+		if to == m.Start() {
+			return nil
+		}
+	case m.IsStep(from):
+		if to == agentrunner.StateWaiting {
+			return nil
+		}
+		if succ := m.next[string(from)]; succ != End && to == agentrunner.State(succ) {
+			return nil
+		}
+	}
+	return &TransitionError{From: from, To: to}
+}

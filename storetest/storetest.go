@@ -1,0 +1,268 @@
+// Package storetest is the conformance suite every agentrunner.Store must
+// pass, so the SQLite and (later) PostgreSQL stores behave the same.
+package storetest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/agentrunner/agentrunner"
+	"github.com/google/go-cmp/cmp"
+)
+
+// Run runs the suite; open returns a new, empty store for each test.
+func Run(t *testing.T, open func(t *testing.T) agentrunner.Store) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, s agentrunner.Store)
+	}{
+		{"RoundTrip", testRoundTrip},
+		{"GuardRejectsWrongStateAndWritesNothing", testGuard},
+		{"OneRunningCycle", testOneRunningCycle},
+		{"FailedChangeWritesNothing", testAtomic},
+		{"AttemptsUpsertKeepsOrder", testAttempts},
+		{"EventsFilter", testEvents},
+		{"Outbox", testOutbox},
+		{"CyclesFilter", testCyclesFilter},
+		{"NotFound", testNotFound},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := open(t)
+			t.Cleanup(func() { s.Close() })
+			tt.fn(t, s)
+		})
+	}
+}
+
+var t0 = time.Date(2026, 11, 22, 14, 0, 0, 123456789, time.UTC)
+
+func cycle(id string, status agentrunner.CycleStatus, step string) *agentrunner.Cycle {
+	c := &agentrunner.Cycle{ID: id, Pipeline: "crypton", Status: status, Step: step, Dir: "/w/cycles/" + id, StartedAt: t0}
+	if status.Finished() {
+		c.EndedAt = t0.Add(time.Hour)
+	}
+	return c
+}
+
+func mustApply(t *testing.T, s agentrunner.Store, ch *agentrunner.Change) {
+	t.Helper()
+	if err := s.Apply(context.Background(), ch); err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+}
+
+func testRoundTrip(t *testing.T, s agentrunner.Store) {
+	ctx := context.Background()
+	exit := 3
+	c := cycle("20261122_140000", agentrunner.CycleRunning, "plan")
+	a := &agentrunner.Attempt{CycleID: c.ID, Step: "plan", Number: 1, Agent: "plan", Status: agentrunner.AttemptFailed,
+		ErrorClass: agentrunner.ClassCrash, Error: "exit 3", StartedAt: t0, EndedAt: t0.Add(time.Second),
+		ExitCode: &exit, Dir: "/w/attempts/x", OutputPath: ""}
+	e := &agentrunner.Event{Timestamp: t0, Type: agentrunner.EventAttemptFailed, Agent: "plan", Step: "plan",
+		CycleID: c.ID, Level: agentrunner.LevelWarn, Details: map[string]any{"error": "exit 3", "attempt": float64(1)}}
+	mustApply(t, s, &agentrunner.Change{From: agentrunner.StateIdle, Cycle: c, Attempts: []*agentrunner.Attempt{a}, Events: []*agentrunner.Event{e}})
+	if e.ID == 0 {
+		t.Error("event ID not assigned")
+	}
+	got, err := s.Cycle(ctx, c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(c, got); diff != "" {
+		t.Errorf("cycle (-want +got):\n%s", diff)
+	}
+	un, err := s.UnfinishedCycle(ctx)
+	if err != nil || un.ID != c.ID {
+		t.Errorf("UnfinishedCycle = %v, %v", un, err)
+	}
+	atts, err := s.Attempts(ctx, c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]*agentrunner.Attempt{a}, atts); diff != "" {
+		t.Errorf("attempts (-want +got):\n%s", diff)
+	}
+	evs, err := s.Events(ctx, agentrunner.EventFilter{CycleID: c.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]*agentrunner.Event{e}, evs); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
+
+func testGuard(t *testing.T, s agentrunner.Store) {
+	ctx := context.Background()
+	c := cycle("20261122_140000", agentrunner.CycleRunning, "plan")
+	err := s.Apply(ctx, &agentrunner.Change{From: agentrunner.StateWaiting, Cycle: c})
+	if agentrunner.ErrorCode(err) != agentrunner.ECONFLICT {
+		t.Fatalf("Apply from Waiting on an empty store: %v, want conflict (state is Idle)", err)
+	}
+	if _, err := s.Cycle(ctx, c.ID); agentrunner.ErrorCode(err) != agentrunner.ENOTFOUND {
+		t.Fatalf("rejected change was written: %v", err)
+	}
+	mustApply(t, s, &agentrunner.Change{From: agentrunner.StateIdle, Cycle: c})
+	next := *c
+	next.Step = "research"
+	err = s.Apply(ctx, &agentrunner.Change{From: "analyze", Cycle: &next,
+		Events: []*agentrunner.Event{{Timestamp: t0, Type: "x", Level: agentrunner.LevelInfo}}})
+	if agentrunner.ErrorCode(err) != agentrunner.ECONFLICT {
+		t.Fatalf("Apply from the wrong step: %v, want conflict", err)
+	}
+	got, _ := s.Cycle(ctx, c.ID)
+	if got.Step != "plan" {
+		t.Errorf("step = %q after a rejected change, want plan", got.Step)
+	}
+	if evs, _ := s.Events(ctx, agentrunner.EventFilter{}); len(evs) != 0 {
+		t.Errorf("rejected change wrote %d events", len(evs))
+	}
+	mustApply(t, s, &agentrunner.Change{From: "plan", Cycle: &next})
+	done := next
+	done.Status, done.Step, done.EndedAt = agentrunner.CycleCompleted, "", t0.Add(time.Hour)
+	mustApply(t, s, &agentrunner.Change{From: "research", Cycle: &done})
+	if err := s.Apply(ctx, &agentrunner.Change{From: agentrunner.StateWaiting, Cycle: cycle("20261122_150000", agentrunner.CycleRunning, "plan")}); err != nil {
+		t.Errorf("Apply from Waiting after a completed cycle: %v", err)
+	}
+}
+
+func testOneRunningCycle(t *testing.T, s agentrunner.Store) {
+	mustApply(t, s, &agentrunner.Change{Cycle: cycle("20261122_140000", agentrunner.CycleRunning, "plan")})
+	err := s.Apply(context.Background(), &agentrunner.Change{Cycle: cycle("20261122_150000", agentrunner.CycleRunning, "plan")})
+	if agentrunner.ErrorCode(err) != agentrunner.ECONFLICT {
+		t.Fatalf("second running cycle: %v, want conflict", err)
+	}
+}
+
+func testAtomic(t *testing.T, s agentrunner.Store) {
+	ctx := context.Background()
+	c := cycle("20261122_140000", agentrunner.CycleRunning, "plan")
+	bad := &agentrunner.Attempt{CycleID: "no-such-cycle", Step: "plan", Number: 1, Status: agentrunner.AttemptRunning}
+	err := s.Apply(ctx, &agentrunner.Change{Cycle: c, Attempts: []*agentrunner.Attempt{bad},
+		Events: []*agentrunner.Event{{Timestamp: t0, Type: "x"}}})
+	if err == nil {
+		t.Fatal("want an error for an attempt of an unknown cycle")
+	}
+	if _, err := s.Cycle(ctx, c.ID); agentrunner.ErrorCode(err) != agentrunner.ENOTFOUND {
+		t.Errorf("the cycle of a failed change was written: %v", err)
+	}
+	if evs, _ := s.Events(ctx, agentrunner.EventFilter{}); len(evs) != 0 {
+		t.Errorf("a failed change wrote %d events", len(evs))
+	}
+}
+
+func testAttempts(t *testing.T, s agentrunner.Store) {
+	ctx := context.Background()
+	c := cycle("20261122_140000", agentrunner.CycleRunning, "plan")
+	a1 := &agentrunner.Attempt{CycleID: c.ID, Step: "plan", Number: 1, Status: agentrunner.AttemptRunning, StartedAt: t0}
+	mustApply(t, s, &agentrunner.Change{Cycle: c, Attempts: []*agentrunner.Attempt{a1}})
+	a1done := *a1
+	a1done.Status, a1done.EndedAt, a1done.OutputPath = agentrunner.AttemptSucceeded, t0.Add(time.Minute), "/w/cycles/x/plan.md"
+	a2 := &agentrunner.Attempt{CycleID: c.ID, Step: "research", Number: 1, Status: agentrunner.AttemptPending, NotBefore: t0.Add(5 * time.Minute)}
+	mustApply(t, s, &agentrunner.Change{Attempts: []*agentrunner.Attempt{&a1done, a2}})
+	got, err := s.Attempts(ctx, c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]*agentrunner.Attempt{&a1done, a2}, got); diff != "" {
+		t.Errorf("attempts (-want +got):\n%s", diff)
+	}
+	invalid := &agentrunner.Attempt{CycleID: c.ID, Step: "plan", Number: 0, Status: agentrunner.AttemptRunning}
+	if err := s.Apply(ctx, &agentrunner.Change{Attempts: []*agentrunner.Attempt{invalid}}); agentrunner.ErrorCode(err) != agentrunner.EINVALID {
+		t.Errorf("attempt number 0: %v, want invalid", err)
+	}
+}
+
+func testEvents(t *testing.T, s agentrunner.Store) {
+	ctx := context.Background()
+	mustApply(t, s, &agentrunner.Change{Cycle: cycle("20261122_140000", agentrunner.CycleRunning, "plan")})
+	var evs []*agentrunner.Event
+	for i, id := range []string{"20261122_140000", "", "20261122_140000"} {
+		evs = append(evs, &agentrunner.Event{Timestamp: t0.Add(time.Duration(i) * time.Second), Type: "t", CycleID: id, Level: agentrunner.LevelInfo})
+	}
+	mustApply(t, s, &agentrunner.Change{Events: evs})
+	all, _ := s.Events(ctx, agentrunner.EventFilter{})
+	if len(all) != 3 || all[0].ID >= all[1].ID || all[1].ID >= all[2].ID {
+		t.Fatalf("events not in id order: %+v", all)
+	}
+	byCycle, _ := s.Events(ctx, agentrunner.EventFilter{CycleID: "20261122_140000"})
+	after, _ := s.Events(ctx, agentrunner.EventFilter{AfterID: all[0].ID, Limit: 1})
+	if len(byCycle) != 2 || len(after) != 1 || after[0].ID != all[1].ID {
+		t.Errorf("filters: by cycle %d (want 2), after/limit %+v", len(byCycle), after)
+	}
+}
+
+func testOutbox(t *testing.T, s agentrunner.Store) {
+	ctx := context.Background()
+	m := &agentrunner.OutboxMessage{Key: "c/execute/abc", Kind: agentrunner.OutboxStrategy, CycleID: "c", Payload: []byte(`{"a":1}`), CreatedAt: t0}
+	mustApply(t, s, &agentrunner.Change{Outbox: []*agentrunner.OutboxMessage{m}})
+	dup := *m
+	dup.Payload = []byte(`{"a":2}`)
+	mustApply(t, s, &agentrunner.Change{Outbox: []*agentrunner.OutboxMessage{&dup}})
+	got, err := s.OutboxMessage(ctx, m.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got.Payload) != `{"a":1}` || !got.DeliveredAt.IsZero() {
+		t.Errorf("a second insert with the same key changed the message: %+v", got)
+	}
+	if err := s.RecordOutboxFailure(ctx, m.Key, "connection refused"); err != nil {
+		t.Fatal(err)
+	}
+	mustApply(t, s, &agentrunner.Change{Delivered: []*agentrunner.OutboxMessage{{Key: m.Key, DeliveredAt: t0.Add(time.Second), Response: []byte(`{"ok":true}`)}}})
+	got, _ = s.OutboxMessage(ctx, m.Key)
+	if !got.DeliveredAt.Equal(t0.Add(time.Second)) || string(got.Response) != `{"ok":true}` || got.Attempts != 2 || got.LastError != "connection refused" {
+		t.Errorf("after failure and delivery: %+v", got)
+	}
+	if err := s.Apply(ctx, &agentrunner.Change{Delivered: []*agentrunner.OutboxMessage{{Key: "nope", DeliveredAt: t0}}}); agentrunner.ErrorCode(err) != agentrunner.ENOTFOUND {
+		t.Errorf("delivering an unknown key: %v, want not found", err)
+	}
+	if err := s.RecordOutboxFailure(ctx, "nope", "x"); agentrunner.ErrorCode(err) != agentrunner.ENOTFOUND {
+		t.Errorf("failure of an unknown key: %v, want not found", err)
+	}
+}
+
+func testCyclesFilter(t *testing.T, s agentrunner.Store) {
+	ctx := context.Background()
+	mustApply(t, s, &agentrunner.Change{Cycle: cycle("20261122_100000", agentrunner.CycleCompleted, "")})
+	mustApply(t, s, &agentrunner.Change{Cycle: cycle("20261122_110000", agentrunner.CycleFailed, "")})
+	mustApply(t, s, &agentrunner.Change{Cycle: cycle("20261122_120000", agentrunner.CycleCompleted, "")})
+	ids := func(cs []*agentrunner.Cycle) []string {
+		var out []string
+		for _, c := range cs {
+			out = append(out, c.ID)
+		}
+		return out
+	}
+	all, _ := s.Cycles(ctx, agentrunner.CycleFilter{})
+	completed, _ := s.Cycles(ctx, agentrunner.CycleFilter{Status: agentrunner.CycleCompleted, Limit: 1})
+	before, _ := s.Cycles(ctx, agentrunner.CycleFilter{Before: "20261122_120000"})
+	for _, tt := range []struct {
+		got, want []string
+	}{
+		{ids(all), []string{"20261122_120000", "20261122_110000", "20261122_100000"}},
+		{ids(completed), []string{"20261122_120000"}},
+		{ids(before), []string{"20261122_110000", "20261122_100000"}},
+	} {
+		if diff := cmp.Diff(tt.want, tt.got); diff != "" {
+			t.Errorf("(-want +got):\n%s", diff)
+		}
+	}
+}
+
+func testNotFound(t *testing.T, s agentrunner.Store) {
+	ctx := context.Background()
+	if _, err := s.Cycle(ctx, "x"); agentrunner.ErrorCode(err) != agentrunner.ENOTFOUND {
+		t.Errorf("Cycle: %v", err)
+	}
+	if _, err := s.UnfinishedCycle(ctx); agentrunner.ErrorCode(err) != agentrunner.ENOTFOUND {
+		t.Errorf("UnfinishedCycle: %v", err)
+	}
+	if _, err := s.OutboxMessage(ctx, "x"); agentrunner.ErrorCode(err) != agentrunner.ENOTFOUND {
+		t.Errorf("OutboxMessage: %v", err)
+	}
+	if atts, err := s.Attempts(ctx, "x"); err != nil || len(atts) != 0 {
+		t.Errorf("Attempts of unknown cycle: %v, %v", atts, err)
+	}
+}
