@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -273,10 +274,18 @@ func Parse(path string, data []byte, lookupEnv func(string) (string, bool)) (*Co
 	return cfg, nil
 }
 
-// where returns the source position of a key path, or the file.
-func (c *Config) where(key string) string {
-	if w, ok := c.lines[key]; ok {
-		return w
+// Where returns the source position of a key path: where the key was
+// given, else where its closest given parent was, else the file.
+func (c *Config) Where(key string) string {
+	for key != "" {
+		if w, ok := c.lines[key]; ok {
+			return w
+		}
+		i := strings.LastIndexAny(key, ".[")
+		if i < 0 {
+			break
+		}
+		key = key[:i]
 	}
 	return c.Path
 }

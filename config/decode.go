@@ -66,9 +66,13 @@ type decoder struct {
 	lines map[string]string
 }
 
+func (d *decoder) pos(n *yaml.Node) string {
+	return fmt.Sprintf("%s:%d:%d", d.file, n.Line, n.Column)
+}
+
 func (d *decoder) fail(n *yaml.Node, key, format string, args ...any) {
 	d.problems = append(d.problems, Problem{
-		Where:   fmt.Sprintf("%s:%d:%d", d.file, n.Line, n.Column),
+		Where:   d.pos(n),
 		Key:     key,
 		Message: fmt.Sprintf(format, args...),
 	})
@@ -126,7 +130,9 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 		}
 		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
 		for i, item := range n.Content {
-			d.decode(item, s.Index(i), fmt.Sprintf("%s[%d]", path, i))
+			key := fmt.Sprintf("%s[%d]", path, i)
+			d.lines[key] = d.pos(item)
+			d.decode(item, s.Index(i), key)
 		}
 		v.Set(s)
 	case reflect.String:
@@ -223,7 +229,7 @@ func (d *decoder) decodeMap(n *yaml.Node, v reflect.Value, path string) {
 	m := reflect.MakeMapWithSize(v.Type(), len(pairs))
 	for _, p := range pairs {
 		key := join(path, p[0].Value)
-		d.lines[key] = fmt.Sprintf("%s:%d", d.file, p[0].Line)
+		d.lines[key] = d.pos(p[0])
 		elem := reflect.New(v.Type().Elem()).Elem()
 		d.decode(p[1], elem, key)
 		m.SetMapIndex(reflect.ValueOf(p[0].Value), elem)
@@ -241,7 +247,7 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
 			d.fail(p[0], path, "unknown key %q%s", name, suggest(name, fields))
 			continue
 		}
-		d.lines[key] = fmt.Sprintf("%s:%d", d.file, p[0].Line)
+		d.lines[key] = d.pos(p[0])
 		d.decode(p[1], v.Field(idx), key)
 	}
 }

@@ -31,41 +31,44 @@ const (
 // (FR-046); later retries wait as long as the last.
 var DefaultBackoff = []time.Duration{5 * time.Minute, 15 * time.Minute, 45 * time.Minute}
 
-func orDefault[T comparable](v *T, def T) {
+// orDefault sets *v to def when the key was not given (in the file or the
+// environment) and *v is zero. A key given as zero stays zero, so validation
+// can reject "timeout: 0s" instead of silently using the default.
+func orDefault[T comparable](c *Config, key string, v *T, def T) {
 	var zero T
-	if *v == zero {
+	if _, given := c.lines[key]; !given && *v == zero {
 		*v = def
 	}
 }
 
-// WithDefaults fills every unset key with its default. It is idempotent.
+// WithDefaults fills every key not given with its default. It is idempotent.
 func (c *Config) WithDefaults() {
-	orDefault(&c.Name, DefaultName)
-	orDefault(&c.ArtifactsDir, DefaultArtifactsDir)
-	orDefault(&c.State.Driver, DefaultStateDriver)
-	orDefault(&c.State.Path, filepath.Join(c.ArtifactsDir, DefaultStateFile))
-	orDefault(&c.ToolsFile, DefaultToolsFile)
-	orDefault(&c.MemoryTemplate, DefaultMemoryTemplate)
+	orDefault(c, "name", &c.Name, DefaultName)
+	orDefault(c, "artifacts_dir", &c.ArtifactsDir, DefaultArtifactsDir)
+	orDefault(c, "state.driver", &c.State.Driver, DefaultStateDriver)
+	orDefault(c, "state.path", &c.State.Path, filepath.Join(c.ArtifactsDir, DefaultStateFile))
+	orDefault(c, "tools_file", &c.ToolsFile, DefaultToolsFile)
+	orDefault(c, "memory_template", &c.MemoryTemplate, DefaultMemoryTemplate)
 	if c.Providers == nil {
 		c.Providers = map[string]*Provider{}
 	}
 	if c.Providers[ProviderMock] == nil {
 		c.Providers[ProviderMock] = &Provider{Kind: ProviderMock}
 	}
-	for _, p := range c.Providers {
+	for name, p := range c.Providers {
 		if p != nil {
-			orDefault(&p.KillGrace, Duration(DefaultKillGrace))
+			orDefault(c, "providers."+name+".kill_grace", &p.KillGrace, Duration(DefaultKillGrace))
 		}
 	}
-	orDefault(&c.Defaults.Timeout, Duration(DefaultAgentTimeout))
+	orDefault(c, "defaults.timeout", &c.Defaults.Timeout, Duration(DefaultAgentTimeout))
 	c.Defaults.Retries.withDefaults(Retries{})
 	for name, a := range c.Agents {
 		if a == nil {
 			continue
 		}
 		a.Name = name
-		orDefault(&a.Provider, c.Defaults.Provider)
-		orDefault(&a.Timeout, c.Defaults.Timeout)
+		orDefault(c, "agents."+name+".provider", &a.Provider, c.Defaults.Provider)
+		orDefault(c, "agents."+name+".timeout", &a.Timeout, c.Defaults.Timeout)
 		if a.Retries == nil {
 			a.Retries = &Retries{}
 		}
@@ -80,14 +83,14 @@ func (c *Config) WithDefaults() {
 			s.Kind = StepAgent
 		}
 	}
-	orDefault(&c.Schedule.Every, Duration(DefaultEvery))
-	orDefault(&c.Schedule.MinCycle, Duration(DefaultMinCycle))
-	orDefault(&c.Schedule.MaxCycle, Duration(DefaultMaxCycle))
-	orDefault(&c.Mailbox.MaxMessages, DefaultMaxMessages)
-	orDefault(&c.ExecutionService.Timeout, Duration(DefaultExecutionTimeout))
-	orDefault(&c.ExecutionService.PollInterval, Duration(DefaultPollInterval))
-	orDefault(&c.ExecutionService.RequestTimeout, Duration(DefaultRequestTimeout))
-	orDefault(&c.Server.Listen, DefaultListen)
+	orDefault(c, "schedule.every", &c.Schedule.Every, Duration(DefaultEvery))
+	orDefault(c, "schedule.min_cycle", &c.Schedule.MinCycle, Duration(DefaultMinCycle))
+	orDefault(c, "schedule.max_cycle", &c.Schedule.MaxCycle, Duration(DefaultMaxCycle))
+	orDefault(c, "mailbox.max_messages", &c.Mailbox.MaxMessages, DefaultMaxMessages)
+	orDefault(c, "execution_service.timeout", &c.ExecutionService.Timeout, Duration(DefaultExecutionTimeout))
+	orDefault(c, "execution_service.poll_interval", &c.ExecutionService.PollInterval, Duration(DefaultPollInterval))
+	orDefault(c, "execution_service.request_timeout", &c.ExecutionService.RequestTimeout, Duration(DefaultRequestTimeout))
+	orDefault(c, "server.listen", &c.Server.Listen, DefaultListen)
 }
 
 // withDefaults fills r from parent, and parent's gaps from the defaults.

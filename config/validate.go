@@ -28,7 +28,7 @@ type validator struct {
 }
 
 func (v *validator) add(key, format string, args ...any) {
-	v.problems = append(v.problems, Problem{Where: v.c.where(key), Key: key, Message: fmt.Sprintf(format, args...)})
+	v.problems = append(v.problems, Problem{Where: v.c.Where(key), Key: key, Message: fmt.Sprintf(format, args...)})
 }
 
 func sortedKeys[V any](m map[string]V) []string {

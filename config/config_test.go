@@ -1,0 +1,254 @@
+package config
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+const valid = `version: 1
+name: loop
+providers:
+  cli: {kind: process, command: [agent-cli, --prompt, "{prompt_file}"]}
+defaults:
+  provider: mock
+agents:
+  plan:
+    identity: prompts/plan.md
+    timeout: 20m
+    memory: true
+    tools: [web_search]
+    inputs:
+      - {memory: plan}
+      - {artifact: report.md, history: {last: 3}}
+    output: {file: plan.md, template: templates/plan.md}
+  report:
+    identity: prompts/report.md
+    provider: cli
+    retries: {max: 1}
+    inputs: [{artifact: plan.md, description: this cycle's plan}]
+    output: {file: report.md, template: templates/report.md}
+  strategist:
+    identity: prompts/s.md
+    output: {file: s.json, template: templates/s.json, schema: templates/s.schema.json}
+pipeline:
+  start: plan
+  steps:
+    plan: {agent: plan, next: report, deliver: [{kind: forward, to: [report], section: Questions}]}
+    report: {agent: report, next: strategy, timeout: 5m, retries: {backoff: [1s]}}
+    strategy: {agent: strategist, next: execute}
+    execute: {kind: execution, artifact: s.json, next: end, validity: {until: /valid_until}}
+execution_service: {url: "http://127.0.0.1:9090"}
+`
+
+func noEnv(string) (string, bool) { return "", false }
+
+func parse(t *testing.T, src string, env map[string]string) (*Config, error) {
+	t.Helper()
+	return Parse("agentrunner.yaml", []byte(src), func(k string) (string, bool) {
+		v, ok := env[k]
+		return v, ok
+	})
+}
+
+func TestValidConfigGetsDefaults(t *testing.T) {
+	c, err := parse(t, valid, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type summary struct {
+		Artifacts, State, Tools, Listen string
+		Every, Min, Max, ExecTimeout    time.Duration
+		MaxMessages                     int
+		PlanProvider, ReportProvider    string
+		PlanTimeout, ReportTimeout      time.Duration
+		Providers                       []string
+	}
+	got := summary{
+		Artifacts: c.ArtifactsDir, State: c.State.Path, Tools: c.ToolsFile, Listen: c.Server.Listen,
+		Every: c.Schedule.Every.D(), Min: c.Schedule.MinCycle.D(), Max: c.Schedule.MaxCycle.D(),
+		ExecTimeout: c.ExecutionService.Timeout.D(), MaxMessages: c.Mailbox.MaxMessages,
+		PlanProvider: c.Agents["plan"].Provider, ReportProvider: c.Agents["report"].Provider,
+		PlanTimeout: c.Agents["plan"].Timeout.D(), ReportTimeout: c.Agents["report"].Timeout.D(),
+		Providers: sortedKeys(c.Providers),
+	}
+	want := summary{
+		Artifacts: "./artifacts", State: "artifacts/state.db", Tools: "tools.md", Listen: "127.0.0.1:8080",
+		Every: 6 * time.Hour, Min: time.Hour, Max: 24 * time.Hour, ExecTimeout: 2 * time.Hour, MaxMessages: 5,
+		PlanProvider: "mock", ReportProvider: "cli", PlanTimeout: 20 * time.Minute, ReportTimeout: 30 * time.Minute,
+		Providers: []string{"cli", "mock"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	steps := c.Pipeline.Steps
+	for _, tt := range []struct {
+		step    string
+		policy  Policy
+		timeout time.Duration
+	}{
+		{"plan", Policy{Max: 3, Backoff: []time.Duration{5 * time.Minute, 15 * time.Minute, 45 * time.Minute}}, 20 * time.Minute},
+		{"report", Policy{Max: 1, Backoff: []time.Duration{time.Second}}, 5 * time.Minute},
+		{"execute", Policy{Max: 3, Backoff: []time.Duration{5 * time.Minute, 15 * time.Minute, 45 * time.Minute}}, 2 * time.Hour},
+	} {
+		if diff := cmp.Diff(tt.policy, c.StepPolicy(steps[tt.step])); diff != "" {
+			t.Errorf("%s policy (-want +got):\n%s", tt.step, diff)
+		}
+		if got := c.StepTimeout(steps[tt.step]); got != tt.timeout {
+			t.Errorf("%s timeout = %v, want %v", tt.step, got, tt.timeout)
+		}
+	}
+	if w := (Policy{Backoff: []time.Duration{1, 2}}); w.Wait(1) != 1 || w.Wait(2) != 2 || w.Wait(7) != 2 || w.Wait(0) != 0 {
+		t.Error("Policy.Wait does not repeat the last backoff")
+	}
+	if m, err := c.Machine(); err != nil || len(m.Steps()) != 4 {
+		t.Errorf("Machine: %v", err)
+	}
+	if c.Abs("x/y") != c.Dir+"/x/y" || c.Abs("/abs") != "/abs" {
+		t.Error("Abs does not resolve against the config directory")
+	}
+}
+
+// problems parses src and returns the problem lines.
+func problems(t *testing.T, src string, env map[string]string) []string {
+	t.Helper()
+	_, err := parse(t, src, env)
+	var ps Problems
+	if !errors.As(err, &ps) {
+		t.Fatalf("err = %v, want Problems", err)
+	}
+	return strings.Split(ps.Error(), "\n")
+}
+
+func TestDecodeErrorsNameFileLineAndKey(t *testing.T) {
+	src := strings.Replace(valid, "    timeout: 20m\n", "    timeout: 20 minutes\n    identiy: x\n", 1)
+	src = strings.Replace(src, "name: loop", "name: loop\nversion: 2", 1)
+	src = strings.Replace(src, "    memory: true\n", "    memory: yes please\n", 1)
+	src = strings.Replace(src, "provider: cli\n", "provider: [cli]\n", 1)
+	src += "server: {listen: 1}\nmailbox: {max_messages: many}\n"
+	got := problems(t, src, nil)
+	want := []string{
+		`agentrunner.yaml:3:1: version: duplicate key (first at line 1)`,
+		`agentrunner.yaml:11:14: agents.plan.timeout: invalid duration "20 minutes": want a Go duration such as 90s, 30m or 6h`,
+		`agentrunner.yaml:12:5: agents.plan: unknown key "identiy" (did you mean "identity"?)`,
+		`agentrunner.yaml:13:13: agents.plan.memory: want true or false, got the string "yes please"`,
+		`agentrunner.yaml:21:15: agents.report.provider: want a string, got a list`,
+		`agentrunner.yaml:37:25: mailbox.max_messages: want an integer, got the string "many"`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestUnknownKeyListsKnownKeys(t *testing.T) {
+	got := problems(t, valid+"server: {port: 8080}\n", nil)
+	want := `agentrunner.yaml:34:10: server: unknown key "port" (known keys: listen)`
+	if len(got) != 1 || got[0] != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+func TestMalformedYAML(t *testing.T) {
+	for _, src := range []string{"version: [1\n", "", "# only a comment\n", "- a list\n"} {
+		if _, err := parse(t, src, nil); err == nil || !strings.HasPrefix(err.Error(), "agentrunner.yaml") {
+			t.Errorf("%q: err = %v, want a located error", src, err)
+		}
+	}
+	if _, err := Load("does/not/exist.yaml"); err == nil || !strings.Contains(err.Error(), "cannot read configuration") {
+		t.Errorf("Load of a missing file: %v", err)
+	}
+}
+
+func TestEnvironmentOverrides(t *testing.T) {
+	c, err := parse(t, valid, map[string]string{
+		"AGENTRUNNER_SERVER_LISTEN":              "0.0.0.0:9999",
+		"AGENTRUNNER_ARTIFACTS_DIR":              "/var/lib/agentrunner",
+		"AGENTRUNNER_AGENTS_PLAN_TIMEOUT":        "7m",
+		"AGENTRUNNER_AGENTS_PLAN_TOOLS":          "web_search, web_fetch",
+		"AGENTRUNNER_AGENTS_REPORT_RETRIES_MAX":  "0",
+		"AGENTRUNNER_DEFAULTS_RETRIES_BACKOFF":   "1m,2m",
+		"AGENTRUNNER_EXECUTION_SERVICE_URL":      "https://exec.example",
+		"AGENTRUNNER_PIPELINE_STEPS_PLAN_MEMORY": "ignored: no such key",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []any{c.Server.Listen, c.ArtifactsDir, c.State.Path, c.Agents["plan"].Timeout.D(), c.Agents["plan"].Tools,
+		*c.Agents["report"].Retries.Max, c.StepPolicy(c.Pipeline.Steps["plan"]).Backoff, c.ExecutionService.URL}
+	want := []any{"0.0.0.0:9999", "/var/lib/agentrunner", "/var/lib/agentrunner/state.db", 7 * time.Minute,
+		[]string{"web_search", "web_fetch"}, 0, []time.Duration{time.Minute, 2 * time.Minute}, "https://exec.example"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	bad := problems(t, valid, map[string]string{"AGENTRUNNER_SCHEDULE_EVERY": "soon", "AGENTRUNNER_MAILBOX_MAX_MESSAGES": "x"})
+	wantBad := []string{
+		`environment variable AGENTRUNNER_SCHEDULE_EVERY: schedule.every: invalid duration "soon": want a Go duration such as 90s, 30m or 6h`,
+		`environment variable AGENTRUNNER_MAILBOX_MAX_MESSAGES: mailbox.max_messages: want an integer, got "x"`,
+	}
+	if diff := cmp.Diff(wantBad, bad); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	inv := problems(t, valid, map[string]string{"AGENTRUNNER_MAILBOX_MAX_MESSAGES": "0"})
+	if len(inv) != 1 || inv[0] != "environment variable AGENTRUNNER_MAILBOX_MAX_MESSAGES: mailbox.max_messages: must be at least 1, got 0" {
+		t.Errorf("validation of an overridden value is not located at its variable: %q", inv)
+	}
+}
+
+func TestValidationReportsEveryProblem(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(string) string
+		want []string
+	}{
+		{"unknown agent and provider", func(s string) string {
+			s = strings.Replace(s, "agent: strategist,", "agent: strategy_bot,", 1)
+			return strings.Replace(s, "provider: cli", "provider: gpt", 1)
+		}, []string{
+			`agentrunner.yaml:19:5: agents.report.provider: unknown provider "gpt" (defined: cli, mock)`,
+			`agentrunner.yaml:31:16: pipeline.steps.strategy.agent: unknown agent "strategy_bot"`,
+		}},
+		{"loop in the graph", func(s string) string {
+			return strings.Replace(s, "next: end, validity", "next: plan, validity", 1)
+		}, []string{`agentrunner.yaml:26:1: pipeline: step "plan" is reached twice in one cycle: a loop within a cycle needs a cap, which this pipeline kind does not have`}},
+		{"input read before it is produced", func(s string) string {
+			return strings.Replace(s, "{memory: plan}", "{artifact: s.json}", 1)
+		}, []string{`agentrunner.yaml:14:10: agents.plan.inputs[0].artifact: "s.json" is not produced by a step before "plan"`}},
+		{"execution step", func(s string) string {
+			s = strings.Replace(s, "artifact: s.json, next: end", "artifact: report.md, next: end", 1)
+			s = strings.Replace(s, "until: /valid_until", "until: valid_until", 1)
+			return strings.Replace(s, `execution_service: {url: "http://127.0.0.1:9090"}`, `execution_service: {url: "ftp://x", token_env: "sk-123"}`, 1)
+		}, []string{
+			`agentrunner.yaml:32:32: pipeline.steps.execute.artifact: must be a JSON artifact, got "report.md"`,
+			`agentrunner.yaml:32:75: pipeline.steps.execute.validity.until: must be a JSON pointer such as /validity/valid_until, got "valid_until"`,
+			`agentrunner.yaml:33:21: execution_service.url: want an http or https URL, got "ftp://x"`,
+			`agentrunner.yaml:33:37: execution_service.token_env: "sk-123" is not an environment variable name (give the name of the variable that holds the token, not the token)`,
+		}},
+		{"output and inputs", func(s string) string {
+			s = strings.Replace(s, "{file: plan.md, template: templates/plan.md}", "{file: ../plan.md, template: templates/plan.md}", 1)
+			s = strings.Replace(s, "{memory: plan}", "{memory: report}", 1)
+			return strings.Replace(s, "{artifact: report.md, history: {last: 3}}", "{artifact: report.md, history: {}}", 1)
+		}, []string{
+			`agentrunner.yaml:16:14: agents.plan.output.file: must be a file name without directories, got "../plan.md"`,
+			`agentrunner.yaml:14:10: agents.plan.inputs[0].memory: "report" is not an agent with memory: true`,
+			`agentrunner.yaml:15:31: agents.plan.inputs[1].history: set last, within or both`,
+		}},
+		{"delivery", func(s string) string {
+			return strings.Replace(s, "[{kind: forward, to: [report], section: Questions}]", "[{kind: sideways, to: [nobody], field: /x}]", 1)
+		}, []string{
+			`agentrunner.yaml:29:50: pipeline.steps.plan.deliver[0].kind: unknown kind "sideways" (supported: forward, backward, broadcast, status)`,
+			`agentrunner.yaml:29:66: pipeline.steps.plan.deliver[0].to: unknown agent "nobody"`,
+			`agentrunner.yaml:29:80: pipeline.steps.plan.deliver[0].field: quotes a JSON field, but the step produces plan.md`,
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := problems(t, tt.edit(valid), nil)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
