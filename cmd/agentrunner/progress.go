@@ -1,0 +1,44 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/agentrunner/agentrunner"
+)
+
+// progress prints one line per step outcome as it happens.
+type progress struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (p *progress) onEvent(ev *agentrunner.Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	d := ev.Details
+	dur := func() string {
+		ms, _ := d["duration_ms"].(int64)
+		return fmt.Sprintf("%7.2fs", time.Duration(ms*int64(time.Millisecond)).Seconds())
+	}
+	switch ev.Type {
+	case agentrunner.EventCycleStarted:
+		fmt.Fprintf(p.w, "cycle %s started\n", ev.CycleID)
+	case agentrunner.EventAttemptSucceeded:
+		fmt.Fprintf(p.w, "  %-12s attempt %d %s  succeeded\n", ev.Step, d["attempt"], dur())
+	case agentrunner.EventAttemptFailed, agentrunner.EventAttemptInterrupted:
+		fmt.Fprintf(p.w, "  %-12s attempt %d %s  failed (%s): %s\n", ev.Step, d["attempt"], dur(), d["error_class"], d["error"])
+	case agentrunner.EventRetryScheduled:
+		fmt.Fprintf(p.w, "  %-12s attempt %d scheduled after %s\n", ev.Step, d["attempt"], d["wait"])
+	case agentrunner.EventExecutionStatus:
+		if d["final"] == true {
+			fmt.Fprintf(p.w, "  %-12s strategy %s: %s\n", ev.Step, d["strategy_id"], d["status"])
+		}
+	case agentrunner.EventCycleCompleted:
+		fmt.Fprintf(p.w, "cycle %s completed\n", ev.CycleID)
+	case agentrunner.EventCycleFailed:
+		fmt.Fprintf(p.w, "cycle %s failed at %s\n", ev.CycleID, d["step"])
+	}
+}

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+
+	"github.com/agentrunner/agentrunner"
+	arhttp "github.com/agentrunner/agentrunner/http"
+	"github.com/spf13/cobra"
+)
+
+func newRunCommand() *cobra.Command {
+	var path string
+	var once bool
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run the pipeline in the foreground (--once: one cycle)",
+		Long: `run resumes the unfinished cycle, if any, and runs the pipeline. With --once it runs
+exactly one cycle, starting it now whatever the schedule says, and exits 0 only if
+the cycle completed. Without --once it runs cycles on schedule until interrupted.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+			p := &progress{w: cmd.OutOrStdout()}
+			r, err := prepare(cmd.Context(), path, log, p.onEvent)
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			if !once {
+				return r.engine.Run(cmd.Context())
+			}
+			c, err := r.engine.RunOnce(cmd.Context())
+			if err != nil {
+				return failureError(err)
+			}
+			return report(cmd.OutOrStdout(), r, c)
+		},
+	}
+	cmd.Flags().BoolVar(&once, "once", false, "run one cycle and exit")
+	configFlag(cmd, &path)
+	return cmd
+}
+
+// prepare loads, checks and opens a workspace for running.
+func prepare(ctx context.Context, path string, log *slog.Logger, onEvent func(*agentrunner.Event)) (*runner, error) {
+	ws, err := loadWorkspace(path)
+	if err != nil {
+		return nil, err
+	}
+	exec, err := buildExec(ws.Config)
+	if err != nil {
+		return nil, err
+	}
+	return openRunner(ctx, ws, exec, agentrunner.SystemClock{}, log, onEvent)
+}
+
+// report prints where a cycle's artifacts are, and fails unless it completed.
+func report(w io.Writer, r *runner, c *agentrunner.Cycle) error {
+	fmt.Fprintf(w, "\ncycle %s %s in %s\n", c.ID, c.Status, c.EndedAt.Sub(c.StartedAt).Round(1e6))
+	fmt.Fprintf(w, "cycle dir: %s\n", c.Dir)
+	entries, _ := os.ReadDir(c.Dir)
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil {
+			fmt.Fprintf(w, "  %-16s %7d bytes\n", e.Name(), info.Size())
+		}
+	}
+	if c.Status != agentrunner.CycleCompleted {
+		return failureError(errors.New(c.Error))
+	}
+	return nil
+}
+
+func newServeCommand() *cobra.Command {
+	var path string
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the pipeline continuously, with the HTTP API",
+		Long: `serve runs cycles on schedule, resuming any unfinished cycle first, and serves
+GET /api/status and GET /health/live on server.listen. Logs are JSON lines on stderr.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), nil))
+			r, err := prepare(cmd.Context(), path, log, nil)
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			listen := r.ws.Config.Server.Listen
+			if err := requireLoopback(listen); err != nil {
+				return usageError(err)
+			}
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				return failureError(fmt.Errorf("listen on %s: %w", listen, err))
+			}
+			log.Info("serving the API", "listen", ln.Addr().String())
+			ctx, cancel := context.WithCancel(cmd.Context())
+			defer cancel()
+			srv := arhttp.NewServer(r.store, r.ws.Config, agentrunner.SystemClock{}, log)
+			errc := make(chan error, 1)
+			go func() { errc <- srv.Serve(ctx, ln) }()
+			runErr := r.engine.Run(ctx)
+			cancel()
+			return failureError(errors.Join(runErr, <-errc))
+		},
+	}
+	configFlag(cmd, &path)
+	return cmd
+}
+
+// requireLoopback refuses to expose the API beyond this machine until the
+// API has authentication: an open operator endpoint is not acceptable.
+func requireLoopback(listen string) error {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return err
+	}
+	if ip := net.ParseIP(host); host == "localhost" || (ip != nil && ip.IsLoopback()) {
+		return nil
+	}
+	return fmt.Errorf("server.listen %s is not a loopback address: the API has no authentication yet, so it only listens on 127.0.0.1, ::1 or localhost", listen)
+}

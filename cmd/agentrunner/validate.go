@@ -1,0 +1,49 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/config"
+	"github.com/spf13/cobra"
+)
+
+func newValidateCommand() *cobra.Command {
+	var path string
+	cmd := &cobra.Command{
+		Use:   "validate",
+		Short: "Check the configuration and every file it names; report every problem",
+		Long: `validate loads the configuration, every agent identity file, tools.md, every output
+template and JSON Schema, and reports every problem it finds. Exit status 1 if any.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ws, err := loadWorkspace(path)
+			var problems config.Problems
+			if errors.As(err, &problems) {
+				return failureError(problems)
+			}
+			if err != nil {
+				return failureError(err)
+			}
+			_, rp := buildRuntimes(ws.Config, agentrunner.SystemClock{})
+			problems = append(problems, rp...)
+			if _, err := buildExec(ws.Config); err != nil {
+				var ep config.Problems
+				if !errors.As(err, &ep) {
+					ep = config.Problems{{Where: ws.Config.Where("execution_service"), Key: "execution_service", Message: err.Error()}}
+				}
+				problems = append(problems, ep...)
+			}
+			if len(problems) > 0 {
+				return failureError(problems)
+			}
+			steps := ws.Machine.Steps()
+			fmt.Fprintf(cmd.OutOrStdout(), "%s is valid: %d agents, pipeline %s → end\n", path, len(ws.Agents), strings.Join(steps, " → "))
+			return nil
+		},
+	}
+	configFlag(cmd, &path)
+	return cmd
+}

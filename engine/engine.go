@@ -1,0 +1,481 @@
+// Package engine runs a pipeline: it starts cycles on schedule, runs each
+// step's attempt, validates and publishes its artifact, delivers mailbox
+// messages, and records every state change as one transaction in the store.
+// On start it resumes the unfinished cycle where it stopped (FR-002/003).
+//
+// The engine is the only writer of pipeline state. Every transition is
+// checked against the pipeline's state machine before it is written; the
+// store's From guard makes a change that raced with another writer fail
+// without writing anything.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/config"
+	"github.com/agentrunner/agentrunner/execsvc"
+	"github.com/agentrunner/agentrunner/internal/atomicfile"
+	"github.com/agentrunner/agentrunner/mailbox"
+	"github.com/agentrunner/agentrunner/workspace"
+)
+
+// ExecutionService is what the engine needs of the Execution Service.
+type ExecutionService interface {
+	Submit(ctx context.Context, key string, s execsvc.Submission) (*execsvc.Receipt, error)
+	Status(ctx context.Context, strategyID string) (*execsvc.Receipt, error)
+}
+
+var _ ExecutionService = (*execsvc.Client)(nil)
+
+// Options wires an engine.
+type Options struct {
+	Workspace *workspace.Workspace
+	Store     agentrunner.Store
+	// Runtimes runs agents, by provider name.
+	Runtimes map[string]agentrunner.Runtime
+	// Exec is the Execution Service; required when the pipeline has an
+	// execution step.
+	Exec ExecutionService
+	// Clock defaults to the system clock.
+	Clock agentrunner.Clock
+	// Logger receives every event as a structured log line; default discards.
+	Logger *slog.Logger
+	// OnEvent, if set, is called with each event once it is committed.
+	OnEvent func(*agentrunner.Event)
+}
+
+// Engine runs one pipeline of one workspace.
+type Engine struct {
+	ws       *workspace.Workspace
+	cfg      *config.Config
+	store    agentrunner.Store
+	runtimes map[string]agentrunner.Runtime
+	exec     ExecutionService
+	clock    agentrunner.Clock
+	log      *slog.Logger
+	onEvent  func(*agentrunner.Event)
+	boxes    *mailbox.Mailboxes
+}
+
+// New checks the options and returns an engine.
+func New(opts Options) (*Engine, error) {
+	if opts.Workspace == nil || opts.Store == nil {
+		return nil, errors.New("engine: a workspace and a store are required")
+	}
+	cfg := opts.Workspace.Config
+	for name, a := range cfg.Agents {
+		if opts.Runtimes[a.Provider] == nil {
+			return nil, fmt.Errorf("engine: agent %q uses provider %q, which has no runtime", name, a.Provider)
+		}
+	}
+	for id, s := range cfg.Pipeline.Steps {
+		if s.Kind == config.StepExecution && opts.Exec == nil {
+			return nil, fmt.Errorf("engine: step %q needs the Execution Service, which is not configured", id)
+		}
+	}
+	boxes, err := mailbox.New(opts.Workspace.Layout.Mailboxes(), cfg.Mailbox.MaxMessages)
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{
+		ws: opts.Workspace, cfg: cfg, store: opts.Store, runtimes: opts.Runtimes, exec: opts.Exec,
+		clock: opts.Clock, log: opts.Logger, onEvent: opts.OnEvent, boxes: boxes,
+	}
+	if e.clock == nil {
+		e.clock = agentrunner.SystemClock{}
+	}
+	if e.log == nil {
+		e.log = slog.New(slog.DiscardHandler)
+	}
+	return e, nil
+}
+
+// RunOnce runs one cycle to its end: the unfinished one if there is one,
+// else a new one started now, whatever the schedule says. It returns the
+// finished cycle; an error means the cycle could not be driven to its end
+// (the context ended, or the store failed).
+func (e *Engine) RunOnce(ctx context.Context) (*agentrunner.Cycle, error) {
+	c, err := e.resume(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if c == nil {
+		if c, err = e.startCycle(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return e.runCycle(ctx, c)
+}
+
+// Run runs cycles on schedule until ctx ends; then it returns nil, leaving
+// a running step to be resumed by the next start. Any other error means the
+// engine cannot go on (the store failed) and the process should exit so a
+// supervisor restarts it.
+func (e *Engine) Run(ctx context.Context) error {
+	for {
+		c, err := e.resume(ctx)
+		if err == nil && c == nil {
+			if err = e.waitForSchedule(ctx); err == nil {
+				c, err = e.startCycle(ctx)
+			}
+		}
+		if err == nil {
+			_, err = e.runCycle(ctx, c)
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// waitForSchedule waits until the next cycle is due.
+func (e *Engine) waitForSchedule(ctx context.Context) error {
+	last, err := e.latestCycle(ctx)
+	if err != nil {
+		return err
+	}
+	next := NextStart(e.cfg.Schedule, last, e.clock.Now())
+	if wait := next.Sub(e.clock.Now()); wait > 0 {
+		e.log.Info("waiting for the next cycle", "next_scheduled_time", next.Format(time.RFC3339))
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-e.clock.After(wait):
+		}
+	}
+	return nil
+}
+
+// NextStart is when the cycle after last is due: schedule.every after its
+// start, and never sooner than schedule.min_cycle after it (FR-005). With
+// no cycle yet, it is now.
+func NextStart(s config.Schedule, last *agentrunner.Cycle, now time.Time) time.Time {
+	if last == nil {
+		return now
+	}
+	return last.StartedAt.Add(max(s.Every.D(), s.MinCycle.D()))
+}
+
+func (e *Engine) latestCycle(ctx context.Context) (*agentrunner.Cycle, error) {
+	cs, err := e.store.Cycles(ctx, agentrunner.CycleFilter{Limit: 1})
+	if err != nil || len(cs) == 0 {
+		return nil, err
+	}
+	return cs[0], nil
+}
+
+// cycleIDLayout names cycles and their directories (FR-157).
+const cycleIDLayout = "20060102_150405"
+
+// startCycle creates the cycle's directory and commits the cycle with the
+// first attempt of its first step.
+func (e *Engine) startCycle(ctx context.Context) (*agentrunner.Cycle, error) {
+	last, err := e.latestCycle(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now := e.clock.Now().UTC()
+	from := agentrunner.StateIdle
+	start := now
+	if last != nil {
+		from = agentrunner.StateWaiting
+		// Cycle ids are start times to the second; two cycles in one second
+		// (a forced cycle) take the next free second.
+		if prev, err := time.Parse(cycleIDLayout, last.ID); err == nil && !start.Truncate(time.Second).After(prev) {
+			start = prev.Add(time.Second)
+		}
+	}
+	to := e.ws.Machine.Start()
+	if err := e.ws.Machine.Check(from, to); err != nil {
+		return nil, err
+	}
+	id := start.Format(cycleIDLayout)
+	c := &agentrunner.Cycle{
+		ID: id, Pipeline: e.cfg.Name, Status: agentrunner.CycleRunning, Step: string(to),
+		Dir: e.ws.Layout.Cycle(id), StartedAt: now,
+	}
+	if err := atomicfile.MkdirAll(c.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create cycle directory: %w", err)
+	}
+	first := e.newAttempt(c, string(to), 1, now, time.Time{})
+	ch := &agentrunner.Change{From: from, Cycle: c, Attempts: []*agentrunner.Attempt{first}}
+	e.event(ch, c, "", agentrunner.EventCycleStarted, agentrunner.LevelInfo, map[string]any{"dir": c.Dir})
+	e.transition(ch, c, from, to)
+	e.attemptStarted(ch, c, first)
+	if err := e.commit(ctx, ch); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// newAttempt makes attempt n of a step: running now, or pending until
+// notBefore when that is set.
+func (e *Engine) newAttempt(c *agentrunner.Cycle, step string, n int, now, notBefore time.Time) *agentrunner.Attempt {
+	a := &agentrunner.Attempt{
+		CycleID: c.ID, Step: step, Number: n, Agent: e.cfg.Pipeline.Steps[step].Agent,
+		Status: agentrunner.AttemptRunning, StartedAt: now, Dir: e.ws.Layout.Attempt(c.ID, step, n),
+	}
+	if !notBefore.IsZero() {
+		a.Status, a.StartedAt, a.NotBefore = agentrunner.AttemptPending, time.Time{}, notBefore
+	}
+	return a
+}
+
+// resume returns the unfinished cycle, nil if there is none. An attempt
+// that was running when the runner stopped is recorded as interrupted and
+// the step is attempted again, with the attempt counted.
+func (e *Engine) resume(ctx context.Context) (*agentrunner.Cycle, error) {
+	c, err := e.store.UnfinishedCycle(ctx)
+	if agentrunner.ErrorCode(err) == agentrunner.ENOTFOUND {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	att, err := e.currentAttempt(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	if att.Status == agentrunner.AttemptRunning {
+		e.log.Warn("resuming an interrupted attempt", "cycle_id", c.ID, "step", c.Step, "attempt", att.Number)
+		return e.fail(ctx, c, att, agentrunner.Fail(agentrunner.ClassInterrupted, "the runner stopped during this attempt"), nil)
+	}
+	return c, nil
+}
+
+// currentAttempt returns the latest attempt of the cycle's current step.
+func (e *Engine) currentAttempt(ctx context.Context, c *agentrunner.Cycle) (*agentrunner.Attempt, error) {
+	atts, err := e.store.Attempts(ctx, c.ID)
+	if err != nil {
+		return nil, err
+	}
+	var cur *agentrunner.Attempt
+	for _, a := range atts {
+		if a.Step == c.Step && (cur == nil || a.Number > cur.Number) {
+			cur = a
+		}
+	}
+	if cur == nil {
+		return nil, fmt.Errorf("cycle %s is at step %s, which has no attempt: the state database is inconsistent", c.ID, c.Step)
+	}
+	return cur, nil
+}
+
+// runCycle runs steps until the cycle is finished.
+func (e *Engine) runCycle(ctx context.Context, c *agentrunner.Cycle) (*agentrunner.Cycle, error) {
+	for c.Status == agentrunner.CycleRunning {
+		att, err := e.currentAttempt(ctx, c)
+		if err != nil {
+			return c, err
+		}
+		switch att.Status {
+		case agentrunner.AttemptPending:
+			if att, err = e.startPending(ctx, c, att); err != nil {
+				return c, err
+			}
+		case agentrunner.AttemptRunning:
+		default:
+			return c, fmt.Errorf("cycle %s: attempt %d of %s is %s but the cycle is still at that step: the state database is inconsistent", c.ID, att.Number, att.Step, att.Status)
+		}
+		out, runErr := e.runStep(ctx, c, att)
+		if ctx.Err() != nil {
+			return c, ctx.Err() // stopping: the attempt stays running and is resumed next start
+		}
+		if runErr != nil {
+			c, err = e.fail(ctx, c, att, runErr, out)
+		} else {
+			c, err = e.succeed(ctx, c, att, out)
+		}
+		if err != nil {
+			return c, err
+		}
+	}
+	return c, nil
+}
+
+// startPending waits out a retry's backoff, then marks the attempt running.
+// The backoff is durable: its end is stored, so a restart neither resets
+// nor skips it.
+func (e *Engine) startPending(ctx context.Context, c *agentrunner.Cycle, att *agentrunner.Attempt) (*agentrunner.Attempt, error) {
+	if wait := att.NotBefore.Sub(e.clock.Now()); wait > 0 {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-e.clock.After(wait):
+		}
+	}
+	started := *att
+	started.Status, started.StartedAt = agentrunner.AttemptRunning, e.clock.Now()
+	ch := &agentrunner.Change{From: agentrunner.State(c.Step), Attempts: []*agentrunner.Attempt{&started}}
+	e.attemptStarted(ch, c, &started)
+	return &started, e.commit(ctx, ch)
+}
+
+// succeed commits a successful attempt together with the transition to the
+// next step and that step's first attempt: one transaction per step.
+func (e *Engine) succeed(ctx context.Context, c *agentrunner.Cycle, att *agentrunner.Attempt, out *outcome) (*agentrunner.Cycle, error) {
+	from := agentrunner.State(c.Step)
+	to, err := e.ws.Machine.AfterSuccess(from)
+	if err != nil {
+		return c, err
+	}
+	if err := e.ws.Machine.Check(from, to); err != nil {
+		return c, err
+	}
+	now := e.clock.Now()
+	done := *att
+	done.Status, done.EndedAt, done.OutputPath, done.ExitCode = agentrunner.AttemptSucceeded, now, out.outputPath, out.exitCode
+	next := *c
+	next.LastCompletedStep = c.Step
+	ch := &agentrunner.Change{From: from, Cycle: &next, Attempts: []*agentrunner.Attempt{&done}, Events: out.events}
+	e.event(ch, c, att.Step, agentrunner.EventAttemptSucceeded, agentrunner.LevelInfo, map[string]any{
+		"attempt": att.Number, "duration_ms": now.Sub(att.StartedAt).Milliseconds(), "output": out.outputPath,
+	})
+	e.transition(ch, c, from, to)
+	if to == agentrunner.StateWaiting {
+		next.Status, next.Step, next.EndedAt = agentrunner.CycleCompleted, "", now
+		e.event(ch, c, "", agentrunner.EventCycleCompleted, agentrunner.LevelInfo, map[string]any{
+			"duration_ms": now.Sub(c.StartedAt).Milliseconds(),
+		})
+	} else {
+		next.Step = string(to)
+		first := e.newAttempt(c, next.Step, 1, now, time.Time{})
+		ch.Attempts = append(ch.Attempts, first)
+		e.attemptStarted(ch, c, first)
+	}
+	if err := e.commit(ctx, ch); err != nil {
+		return c, err
+	}
+	return &next, nil
+}
+
+// fail commits a failed attempt: a retry when the failure is retryable and
+// the policy allows one, else the end of the cycle.
+func (e *Engine) fail(ctx context.Context, c *agentrunner.Cycle, att *agentrunner.Attempt, cause error, out *outcome) (*agentrunner.Cycle, error) {
+	step := e.cfg.Pipeline.Steps[att.Step]
+	policy := e.cfg.StepPolicy(step)
+	class := agentrunner.ClassOf(cause)
+	now := e.clock.Now()
+	failed := *att
+	failed.Status, failed.EndedAt, failed.ErrorClass, failed.Error = agentrunner.AttemptFailed, now, class, cause.Error()
+	from := agentrunner.State(c.Step)
+	ch := &agentrunner.Change{From: from, Attempts: []*agentrunner.Attempt{&failed}}
+	if out != nil {
+		failed.ExitCode = out.exitCode
+		ch.Events = out.events
+	}
+	retry := class.Retryable() && att.Number <= policy.Max
+	eventType := agentrunner.EventAttemptFailed
+	if class == agentrunner.ClassInterrupted {
+		eventType = agentrunner.EventAttemptInterrupted
+	}
+	e.event(ch, c, att.Step, eventType, agentrunner.LevelWarn, map[string]any{
+		"attempt": att.Number, "error_class": string(class), "error": cause.Error(),
+		"retryable": class.Retryable(), "retries_left": max(0, policy.Max-att.Number+1),
+		"duration_ms": now.Sub(att.StartedAt).Milliseconds(),
+	})
+	if retry {
+		var notBefore time.Time
+		wait := policy.Wait(att.Number)
+		if class != agentrunner.ClassInterrupted && wait > 0 {
+			notBefore = now.Add(wait) // an interruption is not the agent's fault: no backoff
+		}
+		next := e.newAttempt(c, att.Step, att.Number+1, now, notBefore)
+		ch.Attempts = append(ch.Attempts, next)
+		details := map[string]any{"attempt": next.Number, "wait": "0s", "schedule": durations(policy.Backoff)}
+		if !notBefore.IsZero() {
+			details["wait"], details["not_before"] = wait.String(), notBefore.Format(time.RFC3339)
+		}
+		e.event(ch, c, att.Step, agentrunner.EventRetryScheduled, agentrunner.LevelInfo, details)
+		if next.Status == agentrunner.AttemptRunning {
+			e.attemptStarted(ch, c, next)
+		}
+		return c, e.commit(ctx, ch)
+	}
+	if err := e.ws.Machine.Check(from, agentrunner.StateWaiting); err != nil {
+		return c, err
+	}
+	ended := *c
+	ended.Status, ended.Step, ended.EndedAt = agentrunner.CycleFailed, "", now
+	ended.Error = fmt.Sprintf("step %s failed after %d attempt(s): %v", att.Step, att.Number, cause)
+	ch.Cycle = &ended
+	e.transition(ch, c, from, agentrunner.StateWaiting)
+	e.event(ch, c, att.Step, agentrunner.EventCycleFailed, agentrunner.LevelError, map[string]any{
+		"step": att.Step, "attempts": att.Number, "error_class": string(class), "error": cause.Error(),
+		"inputs": e.inputPaths(c, att.Step),
+	})
+	if err := e.commit(ctx, ch); err != nil {
+		return c, err
+	}
+	return &ended, nil
+}
+
+func durations(ds []time.Duration) []string {
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = d.String()
+	}
+	return out
+}
+
+// event appends an event to a change.
+func (e *Engine) event(ch *agentrunner.Change, c *agentrunner.Cycle, step, typ string, level agentrunner.Level, details map[string]any) {
+	ev := &agentrunner.Event{Timestamp: e.clock.Now(), Type: typ, Step: step, CycleID: c.ID, Level: level, Details: details}
+	if s := e.cfg.Pipeline.Steps[step]; s != nil {
+		ev.Agent = s.Agent
+	}
+	ch.Events = append(ch.Events, ev)
+}
+
+func (e *Engine) transition(ch *agentrunner.Change, c *agentrunner.Cycle, from, to agentrunner.State) {
+	e.event(ch, c, "", agentrunner.EventTransition, agentrunner.LevelInfo, map[string]any{"from": string(from), "to": string(to)})
+}
+
+func (e *Engine) attemptStarted(ch *agentrunner.Change, c *agentrunner.Cycle, a *agentrunner.Attempt) {
+	e.event(ch, c, a.Step, agentrunner.EventAttemptStarted, agentrunner.LevelInfo, map[string]any{"attempt": a.Number, "dir": a.Dir})
+}
+
+// commit applies a change, then logs and reports its events.
+func (e *Engine) commit(ctx context.Context, ch *agentrunner.Change) error {
+	if err := e.store.Apply(ctx, ch); err != nil {
+		return fmt.Errorf("commit state change: %w", err)
+	}
+	for _, ev := range ch.Events {
+		e.logEvent(ev)
+		if e.onEvent != nil {
+			e.onEvent(ev)
+		}
+	}
+	return nil
+}
+
+func (e *Engine) logEvent(ev *agentrunner.Event) {
+	level := slog.LevelInfo
+	switch ev.Level {
+	case agentrunner.LevelDebug:
+		level = slog.LevelDebug
+	case agentrunner.LevelWarn:
+		level = slog.LevelWarn
+	case agentrunner.LevelError:
+		level = slog.LevelError
+	}
+	attrs := []slog.Attr{slog.String("event_type", ev.Type), slog.String("cycle_id", ev.CycleID)}
+	if ev.Step != "" {
+		attrs = append(attrs, slog.String("step", ev.Step))
+	}
+	if ev.Agent != "" {
+		attrs = append(attrs, slog.String("agent", ev.Agent))
+	}
+	if len(ev.Details) > 0 {
+		attrs = append(attrs, slog.Any("details", ev.Details))
+	}
+	e.log.LogAttrs(context.Background(), level, ev.Type, attrs...)
+}

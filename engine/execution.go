@@ -1,0 +1,197 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/artifact"
+	"github.com/agentrunner/agentrunner/config"
+	"github.com/agentrunner/agentrunner/execsvc"
+)
+
+// runExecution hands the step's artifact to the Execution Service and
+// follows its status until it completes, fails, or the step's time runs out
+// (FR-079..085). Whichever happens, the pipeline goes on to its next step
+// (the evaluation) with the outcome recorded; only a strategy that cannot
+// be handed over at all fails the step.
+func (e *Engine) runExecution(ctx context.Context, c *agentrunner.Cycle, step *config.Step, att *agentrunner.Attempt) (*outcome, error) {
+	out := &outcome{}
+	path := filepath.Join(c.Dir, step.Artifact)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return out, agentrunner.Fail(agentrunner.ClassInternal, "read %s: %v", step.Artifact, err)
+	}
+	// Validate again right before the handoff (FR-080): the file is what
+	// gets traded, whatever happened to it since it was published.
+	if producer := e.ws.Producer(step.Artifact); producer != nil && producer.Contract != nil {
+		if err := artifact.Check(producer.Contract, step.Artifact, data); err != nil {
+			return out, agentrunner.Fail(agentrunner.ClassInvalidOutput, "%v", err)
+		}
+	}
+	if err := checkValidity(data, step.Validity, e.clock.Now()); err != nil {
+		return out, err
+	}
+	sub, err := execsvc.NewSubmission(c.ID, data)
+	if err != nil {
+		return out, agentrunner.Fail(agentrunner.ClassInvalidOutput, "%s: %v", step.Artifact, err)
+	}
+	key := fmt.Sprintf("%s/%s/%s", c.ID, step.ID, sub.SHA256)
+	receipt, err := e.notify(ctx, c, step, key, sub)
+	if err != nil {
+		return out, err
+	}
+
+	started, err := e.stepStart(ctx, c, step.ID)
+	if err != nil {
+		return out, err
+	}
+	deadline := started.Add(e.cfg.StepTimeout(step))
+	status, detail := e.follow(ctx, c, step, receipt, deadline)
+	if ctx.Err() != nil {
+		return out, ctx.Err()
+	}
+	level := agentrunner.LevelInfo
+	if status != execsvc.StatusCompleted {
+		level = agentrunner.LevelError
+	}
+	note := fmt.Sprintf("Execution of %s from cycle %s (strategy %s): %s", step.Artifact, c.ID, receipt.StrategyID, status)
+	if detail != "" {
+		note += ": " + detail
+	}
+	out.add(e, c, step.ID, agentrunner.EventExecutionStatus, level, map[string]any{
+		"strategy_id": receipt.StrategyID, "status": string(status), "final": true, "detail": detail,
+	})
+	return out, e.deliver(c, step, nil, note, out)
+}
+
+// notify submits the strategy once: through the outbox, keyed by cycle,
+// step and content hash, so a crash or a retry never sends it twice.
+func (e *Engine) notify(ctx context.Context, c *agentrunner.Cycle, step *config.Step, key string, sub execsvc.Submission) (*execsvc.Receipt, error) {
+	msg, err := e.store.OutboxMessage(ctx, key)
+	if agentrunner.ErrorCode(err) == agentrunner.ENOTFOUND {
+		body, berr := sub.Body()
+		if berr != nil {
+			return nil, agentrunner.Fail(agentrunner.ClassInvalidOutput, "%v", berr)
+		}
+		msg = &agentrunner.OutboxMessage{Key: key, Kind: agentrunner.OutboxStrategy, CycleID: c.ID, Payload: body, CreatedAt: e.clock.Now()}
+		err = e.commit(ctx, &agentrunner.Change{Outbox: []*agentrunner.OutboxMessage{msg}})
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !msg.DeliveredAt.IsZero() {
+		var r execsvc.Receipt
+		if err := json.Unmarshal(msg.Response, &r); err != nil {
+			return nil, agentrunner.Fail(agentrunner.ClassInternal, "stored receipt of %s: %v", key, err)
+		}
+		return &r, nil
+	}
+	stored, err := execsvc.ParseSubmission(msg.Payload)
+	if err != nil {
+		return nil, agentrunner.Fail(agentrunner.ClassInternal, "stored submission %s: %v", key, err)
+	}
+	r, err := e.exec.Submit(ctx, key, stored)
+	if err != nil {
+		if ctx.Err() == nil {
+			if rerr := e.store.RecordOutboxFailure(ctx, key, err.Error()); rerr != nil {
+				e.log.Error("recording an outbox failure", "key", key, "error", rerr)
+			}
+		}
+		return nil, err
+	}
+	resp, _ := json.Marshal(r)
+	ch := &agentrunner.Change{Delivered: []*agentrunner.OutboxMessage{{Key: key, DeliveredAt: e.clock.Now(), Response: resp}}}
+	e.event(ch, c, step.ID, agentrunner.EventExecutionNotified, agentrunner.LevelInfo, map[string]any{
+		"key": key, "strategy_id": r.StrategyID, "status": string(r.Status), "sha256": sub.SHA256,
+	})
+	return r, e.commit(ctx, ch)
+}
+
+// follow polls the strategy's status with backoff until it is terminal or
+// the deadline passes, recording each change of status as an event.
+// Transient polling errors are logged and polling goes on.
+func (e *Engine) follow(ctx context.Context, c *agentrunner.Cycle, step *config.Step, r *execsvc.Receipt, deadline time.Time) (execsvc.Status, string) {
+	status := r.Status
+	interval := e.cfg.ExecutionService.PollInterval.D()
+	for !status.Terminal() {
+		now := e.clock.Now()
+		if !now.Before(deadline) {
+			return status, fmt.Sprintf("timed out after %s while %s", e.cfg.StepTimeout(step), status)
+		}
+		select {
+		case <-ctx.Done():
+			return status, ""
+		case <-e.clock.After(min(interval, deadline.Sub(now))):
+		}
+		interval = min(interval*2, 10*e.cfg.ExecutionService.PollInterval.D())
+		got, err := e.exec.Status(ctx, r.StrategyID)
+		if err != nil {
+			e.log.Warn("polling the Execution Service", "cycle_id", c.ID, "strategy_id", r.StrategyID, "error", err)
+			continue
+		}
+		if got.Status != status {
+			status = got.Status
+			if !status.Terminal() {
+				ch := &agentrunner.Change{}
+				e.event(ch, c, step.ID, agentrunner.EventExecutionStatus, agentrunner.LevelInfo, map[string]any{
+					"strategy_id": r.StrategyID, "status": string(status),
+				})
+				if err := e.commit(ctx, ch); err != nil {
+					e.log.Error("recording execution status", "error", err)
+				}
+			}
+		}
+		if status.Terminal() {
+			return status, got.Error
+		}
+	}
+	return status, r.Error
+}
+
+// checkValidity refuses to hand over a strategy whose validity window is
+// malformed or already over (FR-052).
+func checkValidity(data []byte, v config.Validity, now time.Time) error {
+	if v.Until == "" && v.From == "" {
+		return nil
+	}
+	var doc any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return agentrunner.Fail(agentrunner.ClassInvalidOutput, "strategy is not JSON: %v", err)
+	}
+	at := func(ptr string) (time.Time, error) {
+		raw, ok := artifact.Lookup(doc, ptr)
+		s, isString := raw.(string)
+		if !ok || !isString {
+			return time.Time{}, agentrunner.Fail(agentrunner.ClassInvalidOutput, "validity field %s is missing or not a string", ptr)
+		}
+		t, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			return time.Time{}, agentrunner.Fail(agentrunner.ClassInvalidOutput, "validity field %s: %q is not an RFC 3339 time", ptr, s)
+		}
+		return t, nil
+	}
+	var from, until time.Time
+	var err error
+	if v.From != "" {
+		if from, err = at(v.From); err != nil {
+			return err
+		}
+	}
+	if v.Until != "" {
+		if until, err = at(v.Until); err != nil {
+			return err
+		}
+		if !until.After(now) {
+			return agentrunner.Fail(agentrunner.ClassInvalidOutput, "strategy expired at %s, before it could be handed over", until.Format(time.RFC3339))
+		}
+		if !from.IsZero() && !until.After(from) {
+			return agentrunner.Fail(agentrunner.ClassInvalidOutput, "validity window ends (%s) before it begins (%s)", until.Format(time.RFC3339), from.Format(time.RFC3339))
+		}
+	}
+	return nil
+}

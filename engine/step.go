@@ -1,0 +1,314 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/artifact"
+	"github.com/agentrunner/agentrunner/config"
+	"github.com/agentrunner/agentrunner/internal/atomicfile"
+	"github.com/agentrunner/agentrunner/mailbox"
+	"github.com/agentrunner/agentrunner/memory"
+	"github.com/agentrunner/agentrunner/prompt"
+)
+
+// outcome is what running a step produced, to be committed with the
+// attempt's result. events are kept even when the step failed.
+type outcome struct {
+	outputPath string
+	exitCode   *int
+	events     []*agentrunner.Event
+}
+
+func (o *outcome) add(e *Engine, c *agentrunner.Cycle, step, typ string, level agentrunner.Level, details map[string]any) {
+	ch := &agentrunner.Change{}
+	e.event(ch, c, step, typ, level, details)
+	o.events = append(o.events, ch.Events...)
+}
+
+// runStep runs one attempt of the cycle's current step.
+func (e *Engine) runStep(ctx context.Context, c *agentrunner.Cycle, att *agentrunner.Attempt) (*outcome, error) {
+	step := e.cfg.Pipeline.Steps[att.Step]
+	if err := os.MkdirAll(att.Dir, 0o755); err != nil {
+		return nil, agentrunner.Fail(agentrunner.ClassInternal, "create attempt folder: %v", err)
+	}
+	if step.Kind == config.StepExecution {
+		return e.runExecution(ctx, c, step, att)
+	}
+	return e.runAgent(ctx, c, step, att)
+}
+
+// runAgent assembles the agent's context, runs it, validates its output and
+// publishes it into the cycle directory, then delivers its messages.
+func (e *Engine) runAgent(ctx context.Context, c *agentrunner.Cycle, step *config.Step, att *agentrunner.Attempt) (*outcome, error) {
+	agent := e.ws.Agents[step.Agent]
+	out := &outcome{}
+	inputs, err := e.inputs(ctx, c, agent.Agent, out)
+	if err != nil {
+		return out, err
+	}
+	inv := &agentrunner.Invocation{
+		CycleID: c.ID, Step: step.ID, Agent: agent.Name, Attempt: att.Number,
+		PromptPath: filepath.Join(att.Dir, "prompt.md"), Dir: att.Dir,
+		OutputPath: filepath.Join(att.Dir, agent.Output.File), CycleDir: c.Dir,
+		MailboxPath: e.boxes.Path(agent.Name), Inputs: inputs,
+		TemplatePath: agent.TemplatePath, Timeout: e.cfg.StepTimeout(step),
+	}
+	if agent.Output.Schema != "" {
+		inv.SchemaPath = agent.SchemaPath
+	}
+	if agent.Memory {
+		inv.MemoryPath = e.ws.Layout.Memory(agent.Name)
+	}
+	tools := make([]prompt.Tool, len(agent.Tools))
+	for i, t := range agent.Tools {
+		tools[i] = prompt.Tool{Name: t, Section: e.ws.Tools[t]}
+	}
+	inv.Prompt = prompt.Build(prompt.Context{
+		CycleID: c.ID, Step: step.ID, Agent: agent.Name, Attempt: att.Number,
+		Identity: agent.Identity, Tools: tools, MailboxPath: inv.MailboxPath, MaxMessages: e.boxes.Max(),
+		Inputs: inputs, TemplatePath: inv.TemplatePath, SchemaPath: inv.SchemaPath, OutputPath: inv.OutputPath,
+	})
+	// The prompt is kept so an operator can read exactly what the agent saw.
+	if err := os.WriteFile(inv.PromptPath, []byte(inv.Prompt), 0o644); err != nil {
+		return out, agentrunner.Fail(agentrunner.ClassInternal, "write prompt: %v", err)
+	}
+	os.Remove(inv.OutputPath) // a retry never mistakes an earlier attempt's file for its own
+
+	runCtx, cancel := context.WithTimeout(ctx, inv.Timeout)
+	defer cancel()
+	res, err := e.runtimes[agent.Provider].Run(runCtx, inv)
+	if res != nil {
+		out.exitCode = res.ExitCode
+	}
+	if err != nil {
+		if errors.Is(runCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil && agentrunner.ClassOf(err) != agentrunner.ClassTimeout {
+			err = agentrunner.Fail(agentrunner.ClassTimeout, "agent timed out after %s: %v", inv.Timeout, err)
+		}
+		return out, err
+	}
+	data, err := os.ReadFile(inv.OutputPath)
+	if err != nil {
+		return out, agentrunner.Fail(agentrunner.ClassInvalidOutput, "the agent wrote no %s (expected at %s)", agent.Output.File, inv.OutputPath)
+	}
+	if err := artifact.Check(agent.Contract, agent.Output.File, data); err != nil {
+		var ve *artifact.ValidationError
+		problems := []string{err.Error()}
+		if errors.As(err, &ve) {
+			problems = problems[:0]
+			for _, p := range ve.Problems {
+				problems = append(problems, p.String())
+			}
+		}
+		os.WriteFile(filepath.Join(att.Dir, "validation.txt"), []byte(err.Error()+"\n"), 0o644)
+		out.add(e, c, step.ID, agentrunner.EventArtifactRejected, agentrunner.LevelWarn, map[string]any{
+			"artifact": agent.Output.File, "problems": problems,
+		})
+		return out, agentrunner.Fail(agentrunner.ClassInvalidOutput, "%v", err)
+	}
+	// Publish the exact bytes that were validated: written to a temporary
+	// file in the attempt folder, fsynced, renamed into the cycle directory.
+	dst := filepath.Join(c.Dir, agent.Output.File)
+	if err := atomicfile.Publish(data, att.Dir, dst, 0o644); err != nil {
+		return out, agentrunner.Fail(agentrunner.ClassInternal, "publish %s: %v", agent.Output.File, err)
+	}
+	out.outputPath = dst
+	out.add(e, c, step.ID, agentrunner.EventArtifactAccepted, agentrunner.LevelInfo, map[string]any{
+		"artifact": agent.Output.File, "path": dst, "bytes": len(data), "sha256": artifact.Hash(data),
+	})
+	return out, e.deliver(c, step, data, "", out)
+}
+
+// inputs resolves an agent's inputs to paths (FR-039/151), in configuration
+// order. Memory files are created from the template on first use
+// (FR-176..178).
+func (e *Engine) inputs(ctx context.Context, c *agentrunner.Cycle, a *config.Agent, out *outcome) ([]agentrunner.Input, error) {
+	if a.Memory {
+		if err := e.ensureMemory(c, a.Name, out); err != nil {
+			return nil, err
+		}
+	}
+	var inputs []agentrunner.Input
+	for _, in := range a.Inputs {
+		switch {
+		case in.Memory != "":
+			if err := e.ensureMemory(c, in.Memory, out); err != nil {
+				return nil, err
+			}
+			inputs = append(inputs, agentrunner.Input{Name: describe(in, "memory of the "+in.Memory+" agent"), Path: e.ws.Layout.Memory(in.Memory)})
+		case in.History == nil:
+			path := filepath.Join(c.Dir, in.Artifact)
+			if _, err := os.Stat(path); err != nil {
+				return nil, agentrunner.Fail(agentrunner.ClassInternal, "input %s is missing from the cycle directory %s", in.Artifact, c.Dir)
+			}
+			inputs = append(inputs, agentrunner.Input{Name: describe(in, in.Artifact+" of this cycle"), Path: path})
+		default:
+			found, err := e.history(ctx, c, in)
+			if err != nil {
+				return nil, err
+			}
+			inputs = append(inputs, found...)
+		}
+	}
+	return inputs, nil
+}
+
+func describe(in config.Input, def string) string {
+	if in.Description != "" {
+		return in.Description
+	}
+	return def
+}
+
+// history finds an artifact in earlier cycles: the most recent ones first,
+// at most Last of them, and only those started Within the given time.
+func (e *Engine) history(ctx context.Context, c *agentrunner.Cycle, in config.Input) ([]agentrunner.Input, error) {
+	const scan = 1000 // cycles looked at; at 4 cycles a day, most of a year
+	cycles, err := e.store.Cycles(ctx, agentrunner.CycleFilter{Before: c.ID, Limit: scan})
+	if err != nil {
+		return nil, err
+	}
+	var out []agentrunner.Input
+	for _, prev := range cycles {
+		if in.History.Last > 0 && len(out) >= in.History.Last {
+			break
+		}
+		if in.History.Within > 0 && c.StartedAt.Sub(prev.StartedAt) > in.History.Within.D() {
+			break
+		}
+		path := filepath.Join(prev.Dir, in.Artifact)
+		if _, err := os.Stat(path); err != nil {
+			continue
+		}
+		name := fmt.Sprintf("%s of cycle %s", in.Artifact, prev.ID)
+		if in.Description != "" {
+			name = fmt.Sprintf("%s (cycle %s)", in.Description, prev.ID)
+		}
+		out = append(out, agentrunner.Input{Name: name, Path: path})
+	}
+	return out, nil
+}
+
+func (e *Engine) ensureMemory(c *agentrunner.Cycle, agent string, out *outcome) error {
+	path := e.ws.Layout.Memory(agent)
+	tmpl := artifact.ExpandPlaceholders(e.ws.MemoryTemplate, func(name string) string {
+		if name == "agent" {
+			return agent
+		}
+		return "{{" + name + "}}"
+	})
+	created, err := memory.Ensure(path, tmpl)
+	if err != nil {
+		return agentrunner.Fail(agentrunner.ClassInternal, "create memory of %s: %v", agent, err)
+	}
+	if created {
+		out.add(e, c, "", agentrunner.EventMemoryCreated, agentrunner.LevelInfo, map[string]any{"agent": agent, "path": path})
+	}
+	return nil
+}
+
+// inputPaths lists the input artifacts of a step, for failure reports.
+func (e *Engine) inputPaths(c *agentrunner.Cycle, step string) []string {
+	s := e.cfg.Pipeline.Steps[step]
+	if s.Kind == config.StepExecution {
+		return []string{filepath.Join(c.Dir, s.Artifact)}
+	}
+	var paths []string
+	for _, in := range e.cfg.Agents[s.Agent].Inputs {
+		switch {
+		case in.Memory != "":
+			paths = append(paths, e.ws.Layout.Memory(in.Memory))
+		case in.History == nil:
+			paths = append(paths, filepath.Join(c.Dir, in.Artifact))
+		}
+	}
+	return paths
+}
+
+// deliver deposits the step's messages (Appendix A): forward, backward,
+// broadcast or status. Each message has a stable id, so a retried step
+// replaces its earlier message instead of adding a second one.
+func (e *Engine) deliver(c *agentrunner.Cycle, step *config.Step, data []byte, note string, out *outcome) error {
+	for _, d := range step.Deliver {
+		file := step.Artifact
+		if a := e.ws.Agents[step.Agent]; a != nil {
+			file = a.Output.File
+		}
+		body := note
+		if body == "" {
+			body = fmt.Sprintf("%s finished %s for cycle %s: %s", step.ID, file, c.ID, filepath.Join(c.Dir, file))
+		}
+		if quote := excerpt(data, d); quote != "" {
+			body += "\n\n" + quote
+		}
+		for _, to := range d.To {
+			msg := mailbox.Message{
+				ID: fmt.Sprintf("%s/%s/%s/%s", c.ID, step.ID, d.Kind, to), Time: e.clock.Now(),
+				From: step.ID, Kind: mailbox.Kind(d.Kind), CycleID: c.ID, Body: body,
+			}
+			replaced, err := e.boxes.Deposit(to, msg)
+			if err != nil {
+				return agentrunner.Fail(agentrunner.ClassInternal, "deliver to mailbox of %s: %v", to, err)
+			}
+			out.add(e, c, step.ID, agentrunner.EventMailboxDelivered, agentrunner.LevelInfo, map[string]any{
+				"to": to, "kind": d.Kind, "id": msg.ID, "replaced": replaced, "bytes": len(body),
+			})
+		}
+	}
+	return nil
+}
+
+var (
+	htmlComment = regexp.MustCompile(`(?s)<!--.*?-->`)
+	blankLines  = regexp.MustCompile(`\n\s*\n(\s*\n)+`)
+)
+
+// excerpt quotes the configured section (markdown) or field (JSON) of an
+// artifact for a message.
+func excerpt(data []byte, d config.Delivery) string {
+	switch {
+	case d.Section != "":
+		if s, ok := artifact.FindSection(data, d.Section); ok {
+			quote := htmlComment.ReplaceAllString(string(data[s.Start:s.End]), "")
+			return strings.TrimSpace(blankLines.ReplaceAllString(quote, "\n\n"))
+		}
+	case d.Field != "":
+		var doc any
+		if json.Unmarshal(data, &doc) != nil {
+			return ""
+		}
+		v, ok := artifact.Lookup(doc, d.Field)
+		if !ok {
+			return ""
+		}
+		if s, isString := v.(string); isString {
+			return s
+		}
+		b, _ := json.MarshalIndent(v, "", "  ")
+		return string(b)
+	}
+	return ""
+}
+
+// stepStart is when the first attempt of this step began; the
+// execution step's deadline counts from it, across restarts.
+func (e *Engine) stepStart(ctx context.Context, c *agentrunner.Cycle, step string) (time.Time, error) {
+	atts, err := e.store.Attempts(ctx, c.ID)
+	if err != nil {
+		return time.Time{}, err
+	}
+	for _, a := range atts {
+		if a.Step == step && !a.StartedAt.IsZero() {
+			return a.StartedAt, nil
+		}
+	}
+	return e.clock.Now(), nil
+}

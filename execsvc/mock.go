@@ -1,0 +1,311 @@
+package execsvc
+
+import (
+	"bytes"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Mock is an Execution Service for tests and the demo. It speaks the
+// contract on a real HTTP server and records every request it receives, so
+// a test can check what agentrunner sent without a live service.
+// A Mock is safe for concurrent use.
+type Mock struct {
+	opts MockOptions
+
+	mu         sync.Mutex
+	requests   []Request
+	byKey      map[string]*accepted
+	byID       map[string]*accepted
+	strategies []Submission
+
+	srvMu  sync.Mutex
+	server *http.Server
+	served chan struct{}
+}
+
+// MockOptions says how the mock behaves.
+type MockOptions struct {
+	// ExecutingAfter, CompletedAfter and FailWith script how a strategy
+	// moves on. Each GET of a strategy counts as a poll and answers from
+	// the number of polls before it: with at least CompletedAfter of them
+	// the strategy is completed (or, when FailWith is set, in status error
+	// with FailWith as its message); else with at least ExecutingAfter it
+	// is executing; else acknowledged. The zero values complete at the
+	// first poll. Negative values count as zero.
+	ExecutingAfter, CompletedAfter int
+	FailWith                       string
+	// Token, when set, is the bearer token every request must carry;
+	// requests without it get 401.
+	Token string
+	// Now is the mock's clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Request is one request the mock received, whatever its outcome.
+type Request struct {
+	Method string
+	Path   string
+	// IdempotencyKey is the Idempotency-Key header, when sent.
+	IdempotencyKey string
+	// Body is the request body, cut at MaxBodyBytes+1 bytes.
+	Body []byte
+	Time time.Time
+	// StatusCode is what the mock answered.
+	StatusCode int
+}
+
+// accepted is one strategy the mock took, under its idempotency key.
+type accepted struct {
+	id         string
+	sha256     string
+	firstReply []byte
+	polls      int
+	status     Status
+	updatedAt  time.Time
+}
+
+// NewMock returns a mock Execution Service; serve it with Start or mount it
+// as an http.Handler.
+func NewMock(opts MockOptions) *Mock {
+	opts.ExecutingAfter = max(opts.ExecutingAfter, 0)
+	opts.CompletedAfter = max(opts.CompletedAfter, 0)
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Mock{opts: opts, byKey: map[string]*accepted{}, byID: map[string]*accepted{}}
+}
+
+// Start listens on addr (such as "127.0.0.1:0") and serves in the
+// background. It returns the base URL to give a Client.
+func (m *Mock) Start(addr string) (string, error) {
+	m.srvMu.Lock()
+	defer m.srvMu.Unlock()
+	if m.server != nil {
+		return "", errors.New("mock execution service: already started")
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", fmt.Errorf("mock execution service: listen on %s: %w", addr, err)
+	}
+	m.server = &http.Server{Handler: m, ReadHeaderTimeout: 10 * time.Second}
+	m.served = make(chan struct{})
+	go func(srv *http.Server, done chan struct{}) {
+		defer close(done)
+		// Serve returns ErrServerClosed after Close; nothing else to report.
+		_ = srv.Serve(ln)
+	}(m.server, m.served)
+	return "http://" + ln.Addr().String(), nil
+}
+
+// Close stops a started server, drops its connections and waits until it
+// has stopped. Closing a mock that is not serving does nothing.
+func (m *Mock) Close() error {
+	m.srvMu.Lock()
+	defer m.srvMu.Unlock()
+	if m.server == nil {
+		return nil
+	}
+	err := m.server.Close()
+	<-m.served
+	m.server, m.served = nil, nil
+	if err != nil {
+		return fmt.Errorf("mock execution service: close: %w", err)
+	}
+	return nil
+}
+
+// Requests returns every request received so far, in the order received.
+func (m *Mock) Requests() []Request {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]Request, len(m.requests))
+	for i, r := range m.requests {
+		r.Body = bytes.Clone(r.Body)
+		out[i] = r
+	}
+	return out
+}
+
+// Strategies returns the distinct strategies accepted, one per idempotency
+// key, in the order accepted: what the service would have traded.
+func (m *Mock) Strategies() []Submission {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]Submission, len(m.strategies))
+	for i, s := range m.strategies {
+		s.Strategy = bytes.Clone(s.Strategy)
+		out[i] = s
+	}
+	return out
+}
+
+// reply is an answer computed under the lock and written after it, so a
+// slow client cannot hold up the others.
+type reply struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// ServeHTTP answers one request of the contract and records it.
+func (m *Mock) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, readErr := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+
+	m.mu.Lock()
+	m.requests = append(m.requests, Request{
+		Method:         r.Method,
+		Path:           r.URL.Path,
+		IdempotencyKey: r.Header.Get("Idempotency-Key"),
+		Body:           body,
+		Time:           m.opts.Now(),
+	})
+	idx := len(m.requests) - 1
+	rep := m.route(r, body, readErr)
+	m.requests[idx].StatusCode = rep.status
+	m.mu.Unlock()
+
+	for k, vs := range rep.header {
+		w.Header()[k] = vs
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(rep.status)
+	_, _ = w.Write(rep.body) // the client hanging up is its own problem
+}
+
+// route picks the endpoint. The mock routes by hand rather than with a
+// ServeMux so 404 and 405 answers have the contract's error shape too.
+func (m *Mock) route(r *http.Request, body []byte, readErr error) reply {
+	if !m.authorized(r) {
+		rep := errorReply(http.StatusUnauthorized, "unauthorized", "missing or wrong bearer token")
+		rep.header = http.Header{"Www-Authenticate": {`Bearer realm="execution-service"`}}
+		return rep
+	}
+	const collection = "/v1/strategies"
+	path := r.URL.Path
+	switch {
+	case path == collection:
+		if r.Method != http.MethodPost {
+			return methodNotAllowed(http.MethodPost)
+		}
+		return m.submit(r, body, readErr)
+	case strings.HasPrefix(path, collection+"/") && path != collection+"/" && !strings.Contains(path[len(collection)+1:], "/"):
+		if r.Method != http.MethodGet {
+			return methodNotAllowed(http.MethodGet)
+		}
+		return m.status(path[len(collection)+1:])
+	}
+	return errorReply(http.StatusNotFound, "not_found", fmt.Sprintf("no endpoint %s", clip(path, 200)))
+}
+
+func (m *Mock) authorized(r *http.Request) bool {
+	if m.opts.Token == "" {
+		return true
+	}
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(m.opts.Token)) == 1
+}
+
+// submit is POST /v1/strategies.
+func (m *Mock) submit(r *http.Request, body []byte, readErr error) reply {
+	keys := r.Header.Values("Idempotency-Key")
+	if len(keys) != 1 {
+		return errorReply(http.StatusBadRequest, "invalid_request", "exactly one Idempotency-Key header is required")
+	}
+	key := keys[0]
+	if err := checkToken("Idempotency-Key", key); err != nil {
+		return errorReply(http.StatusBadRequest, "invalid_request", err.Error())
+	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		return errorReply(http.StatusUnsupportedMediaType, "unsupported_media_type", "Content-Type must be application/json")
+	}
+	if readErr != nil {
+		return errorReply(http.StatusBadRequest, "invalid_request", "could not read the body: "+readErr.Error())
+	}
+	if len(body) > MaxBodyBytes {
+		return errorReply(http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("body is larger than %d bytes", MaxBodyBytes))
+	}
+	sub, err := ParseSubmission(body)
+	if err != nil {
+		return errorReply(http.StatusBadRequest, "invalid_request", err.Error())
+	}
+	if a, ok := m.byKey[key]; ok {
+		if a.sha256 != sub.SHA256 {
+			return errorReply(http.StatusConflict, "idempotency_conflict",
+				fmt.Sprintf("Idempotency-Key %q was used for strategy %s with sha256 %s, not %s", key, a.id, a.sha256, sub.SHA256))
+		}
+		return reply{status: http.StatusOK, body: bytes.Clone(a.firstReply)}
+	}
+	now := m.opts.Now().UTC()
+	a := &accepted{
+		id:        fmt.Sprintf("strat-%06d", len(m.strategies)+1),
+		sha256:    sub.SHA256,
+		status:    StatusAcknowledged,
+		updatedAt: now,
+	}
+	a.firstReply = encodeJSON(Receipt{StrategyID: a.id, Status: StatusAcknowledged, ReceivedAt: now})
+	m.byKey[key] = a
+	m.byID[a.id] = a
+	sub.Strategy = bytes.Clone(sub.Strategy)
+	m.strategies = append(m.strategies, sub)
+	return reply{status: http.StatusAccepted, body: a.firstReply}
+}
+
+// status is GET /v1/strategies/{id}; each call is one poll.
+func (m *Mock) status(id string) reply {
+	a, ok := m.byID[id]
+	if !ok {
+		return errorReply(http.StatusNotFound, "not_found", fmt.Sprintf("no strategy %q", clip(id, 200)))
+	}
+	before := a.polls
+	a.polls++
+	next := StatusAcknowledged
+	switch {
+	case before >= m.opts.CompletedAfter && m.opts.FailWith != "":
+		next = StatusErrored
+	case before >= m.opts.CompletedAfter:
+		next = StatusCompleted
+	case before >= m.opts.ExecutingAfter:
+		next = StatusExecuting
+	}
+	if next != a.status {
+		a.status = next
+		a.updatedAt = m.opts.Now().UTC()
+	}
+	rc := Receipt{StrategyID: a.id, Status: a.status, UpdatedAt: a.updatedAt}
+	if a.status == StatusErrored {
+		rc.Error = m.opts.FailWith
+	}
+	return reply{status: http.StatusOK, body: encodeJSON(rc)}
+}
+
+func methodNotAllowed(allow string) reply {
+	rep := errorReply(http.StatusMethodNotAllowed, "method_not_allowed", "use "+allow)
+	rep.header = http.Header{"Allow": {allow}}
+	return rep
+}
+
+func errorReply(status int, code, message string) reply {
+	var eb errorBody
+	eb.Error.Code, eb.Error.Message = code, message
+	return reply{status: status, body: encodeJSON(eb)}
+}
+
+// encodeJSON encodes the mock's own answer types, which always encode;
+// the fallback keeps the answer in the contract's shape regardless.
+func encodeJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return []byte(`{"error":{"code":"internal","message":"encode answer"}}`)
+	}
+	return b
+}
