@@ -145,13 +145,19 @@ func (e *Engine) waitForSchedule(ctx context.Context) error {
 	next := NextStart(e.cfg.Schedule, last, e.clock.Now())
 	if wait := next.Sub(e.clock.Now()); wait > 0 {
 		e.log.Info("waiting for the next cycle", "next_scheduled_time", next.Format(time.RFC3339))
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-e.clock.After(wait):
-		}
+		return e.sleep(ctx, wait)
 	}
 	return nil
+}
+
+// sleep waits d on the engine's clock; it fails if ctx ends first (or
+// during the wait, so a fake clock's instant wait is still interruptible).
+func (e *Engine) sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+	case <-e.clock.After(d):
+	}
+	return ctx.Err()
 }
 
 // NextStart is when the cycle after last is due: schedule.every after its
@@ -306,10 +312,8 @@ func (e *Engine) runCycle(ctx context.Context, c *agentrunner.Cycle) (*agentrunn
 // nor skips it.
 func (e *Engine) startPending(ctx context.Context, c *agentrunner.Cycle, att *agentrunner.Attempt) (*agentrunner.Attempt, error) {
 	if wait := att.NotBefore.Sub(e.clock.Now()); wait > 0 {
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-e.clock.After(wait):
+		if err := e.sleep(ctx, wait); err != nil {
+			return nil, err
 		}
 	}
 	started := *att

@@ -123,10 +123,8 @@ func (e *Engine) follow(ctx context.Context, c *agentrunner.Cycle, step *config.
 		if !now.Before(deadline) {
 			return status, fmt.Sprintf("timed out after %s while %s", e.cfg.StepTimeout(step), status)
 		}
-		select {
-		case <-ctx.Done():
+		if e.sleep(ctx, min(interval, deadline.Sub(now))) != nil {
 			return status, ""
-		case <-e.clock.After(min(interval, deadline.Sub(now))):
 		}
 		interval = min(interval*2, 10*e.cfg.ExecutionService.PollInterval.D())
 		got, err := e.exec.Status(ctx, r.StrategyID)

@@ -1,0 +1,191 @@
+package engine
+
+import (
+	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/config"
+	"github.com/agentrunner/agentrunner/examples/crypton"
+	"github.com/agentrunner/agentrunner/execsvc"
+	"github.com/agentrunner/agentrunner/internal/clocktest"
+	"github.com/agentrunner/agentrunner/runtime/mock"
+	"github.com/agentrunner/agentrunner/sqlite"
+	"github.com/agentrunner/agentrunner/workspace"
+)
+
+var t0 = time.Date(2026, 11, 22, 14, 0, 0, 0, time.UTC)
+
+// fixture is the shipped example workspace on mock agents, a fake clock, a
+// real SQLite store and a mock Execution Service on loopback.
+type fixture struct {
+	t     *testing.T
+	dir   string
+	ws    *workspace.Workspace
+	store *sqlite.Store
+	clock *clocktest.Clock
+	es    *execsvc.Mock
+	// faults[step][n-1] is the fault attempt n of step acts out.
+	mu     sync.Mutex
+	faults map[string][]mock.Fault
+	// onRun, if set, is called at the start of each mock run.
+	onRun func(inv *agentrunner.Invocation)
+	// skew shifts the time mock agents write into their outputs.
+	skew   time.Duration
+	events []*agentrunner.Event
+}
+
+func writeExample(t *testing.T, dir string) {
+	t.Helper()
+	err := fs.WalkDir(crypton.Files, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := crypton.Files.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		dst := filepath.Join(dir, path)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(dst, data, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func newFixture(t *testing.T, esOpts execsvc.MockOptions, edit func(*config.Config)) *fixture {
+	t.Helper()
+	f := &fixture{t: t, dir: t.TempDir(), clock: clocktest.New(t0), faults: map[string][]mock.Fault{}}
+	writeExample(t, f.dir)
+	if esOpts.Now == nil {
+		esOpts.Now = f.clock.Now
+	}
+	f.es = execsvc.NewMock(esOpts)
+	url, err := f.es.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.es.Close() })
+	cfg, err := config.Load(filepath.Join(f.dir, config.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ExecutionService.URL = url
+	if edit != nil {
+		edit(cfg)
+	}
+	if f.ws, err = workspace.Load(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if f.store, err = sqlite.Open(context.Background(), filepath.Join(f.dir, "artifacts", "state.db")); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.store.Close() })
+	return f
+}
+
+// fail makes attempts 1..len(faults) of a step act out the faults.
+func (f *fixture) fail(step string, faults ...mock.Fault) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.faults[step] = faults
+}
+
+// engine returns a new engine on the fixture, as a restarted runner would
+// build it.
+func (f *fixture) engine() *Engine {
+	f.t.Helper()
+	now := func() time.Time { return f.clock.Now().Add(f.skew) }
+	rt := mock.New(mock.Options{Now: now, Fault: func(inv *agentrunner.Invocation) mock.Fault {
+		if f.onRun != nil {
+			f.onRun(inv)
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if fs := f.faults[inv.Step]; inv.Attempt <= len(fs) {
+			return fs[inv.Attempt-1]
+		}
+		return mock.NoFault
+	}})
+	exec, err := execsvc.NewClient(f.ws.Config.ExecutionService.URL, "", 5*time.Second)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	e, err := New(Options{
+		Workspace: f.ws, Store: f.store, Exec: exec, Clock: f.clock,
+		Runtimes: map[string]agentrunner.Runtime{"mock": rt},
+		OnEvent: func(ev *agentrunner.Event) {
+			f.mu.Lock()
+			f.events = append(f.events, ev)
+			f.mu.Unlock()
+		},
+	})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return e
+}
+
+func (f *fixture) runOnce(e *Engine) *agentrunner.Cycle {
+	f.t.Helper()
+	c, err := e.RunOnce(context.Background())
+	if err != nil {
+		f.t.Fatalf("RunOnce: %v", err)
+	}
+	return c
+}
+
+// attempts returns "step#n:status[:class]" for each attempt of a cycle.
+func (f *fixture) attempts(cycleID string) []string {
+	f.t.Helper()
+	atts, err := f.store.Attempts(context.Background(), cycleID)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var out []string
+	for _, a := range atts {
+		s := a.Step + "#" + itoa(a.Number) + ":" + string(a.Status)
+		if a.ErrorClass != "" {
+			s += ":" + string(a.ErrorClass)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func itoa(n int) string { return string(rune('0' + n)) }
+
+// eventsOf returns the committed events of one type.
+func (f *fixture) eventsOf(typ string) []*agentrunner.Event {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []*agentrunner.Event
+	for _, e := range f.events {
+		if e.Type == typ {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// files lists the names in a directory.
+func files(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		out = append(out, e.Name())
+	}
+	return out
+}
