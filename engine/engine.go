@@ -251,7 +251,6 @@ func (e *Engine) resume(ctx context.Context) (*agentrunner.Cycle, error) {
 		return nil, err
 	}
 	if att.Status == agentrunner.AttemptRunning {
-		e.log.Warn("resuming an interrupted attempt", "cycle_id", c.ID, "step", c.Step, "attempt", att.Number)
 		return e.fail(ctx, c, att, agentrunner.Fail(agentrunner.ClassInterrupted, "the runner stopped during this attempt"), nil)
 	}
 	return c, nil
@@ -367,9 +366,13 @@ func (e *Engine) fail(ctx context.Context, c *agentrunner.Cycle, att *agentrunne
 	step := e.cfg.Pipeline.Steps[att.Step]
 	policy := e.cfg.StepPolicy(step)
 	class := agentrunner.ClassOf(cause)
+	reason := cause.Error()
+	if se := (*agentrunner.StepError)(nil); errors.As(cause, &se) {
+		reason = se.Err.Error() // the class is recorded on its own
+	}
 	now := e.clock.Now()
 	failed := *att
-	failed.Status, failed.EndedAt, failed.ErrorClass, failed.Error = agentrunner.AttemptFailed, now, class, cause.Error()
+	failed.Status, failed.EndedAt, failed.ErrorClass, failed.Error = agentrunner.AttemptFailed, now, class, reason
 	from := agentrunner.State(c.Step)
 	ch := &agentrunner.Change{From: from, Attempts: []*agentrunner.Attempt{&failed}}
 	if out != nil {
@@ -382,7 +385,7 @@ func (e *Engine) fail(ctx context.Context, c *agentrunner.Cycle, att *agentrunne
 		eventType = agentrunner.EventAttemptInterrupted
 	}
 	e.event(ch, c, att.Step, eventType, agentrunner.LevelWarn, map[string]any{
-		"attempt": att.Number, "error_class": string(class), "error": cause.Error(),
+		"attempt": att.Number, "error_class": string(class), "error": reason,
 		"retryable": class.Retryable(), "retries_left": max(0, policy.Max-att.Number+1),
 		"duration_ms": now.Sub(att.StartedAt).Milliseconds(),
 	})
@@ -409,11 +412,11 @@ func (e *Engine) fail(ctx context.Context, c *agentrunner.Cycle, att *agentrunne
 	}
 	ended := *c
 	ended.Status, ended.Step, ended.EndedAt = agentrunner.CycleFailed, "", now
-	ended.Error = fmt.Sprintf("step %s failed after %d attempt(s): %v", att.Step, att.Number, cause)
+	ended.Error = fmt.Sprintf("step %s failed after %d attempt(s): %s: %s", att.Step, att.Number, class, reason)
 	ch.Cycle = &ended
 	e.transition(ch, c, from, agentrunner.StateWaiting)
 	e.event(ch, c, att.Step, agentrunner.EventCycleFailed, agentrunner.LevelError, map[string]any{
-		"step": att.Step, "attempts": att.Number, "error_class": string(class), "error": cause.Error(),
+		"step": att.Step, "attempts": att.Number, "error_class": string(class), "error": reason,
 		"inputs": e.inputPaths(c, att.Step),
 	})
 	if err := e.commit(ctx, ch); err != nil {
