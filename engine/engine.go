@@ -100,16 +100,16 @@ func New(opts Options) (*Engine, error) {
 // finished cycle; an error means the cycle could not be driven to its end
 // (the context ended, or the store failed).
 func (e *Engine) RunOnce(ctx context.Context) (*agentrunner.Cycle, error) {
-	c, err := e.resume(ctx)
+	c, att, err := e.resume(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if c == nil {
-		if c, err = e.startCycle(ctx); err != nil {
+		if c, att, err = e.startCycle(ctx); err != nil {
 			return nil, err
 		}
 	}
-	return e.runCycle(ctx, c)
+	return e.runCycle(ctx, c, att)
 }
 
 // Run runs cycles on schedule until ctx ends; then it returns nil, leaving
@@ -118,14 +118,14 @@ func (e *Engine) RunOnce(ctx context.Context) (*agentrunner.Cycle, error) {
 // supervisor restarts it.
 func (e *Engine) Run(ctx context.Context) error {
 	for {
-		c, err := e.resume(ctx)
+		c, att, err := e.resume(ctx)
 		if err == nil && c == nil {
 			if err = e.waitForSchedule(ctx); err == nil {
-				c, err = e.startCycle(ctx)
+				c, att, err = e.startCycle(ctx)
 			}
 		}
 		if err == nil {
-			_, err = e.runCycle(ctx, c)
+			_, err = e.runCycle(ctx, c, att)
 		}
 		if ctx.Err() != nil {
 			return nil
@@ -182,11 +182,11 @@ func (e *Engine) latestCycle(ctx context.Context) (*agentrunner.Cycle, error) {
 const cycleIDLayout = "20060102_150405"
 
 // startCycle creates the cycle's directory and commits the cycle with the
-// first attempt of its first step.
-func (e *Engine) startCycle(ctx context.Context) (*agentrunner.Cycle, error) {
+// first attempt of its first step, which it returns.
+func (e *Engine) startCycle(ctx context.Context) (*agentrunner.Cycle, *agentrunner.Attempt, error) {
 	last, err := e.latestCycle(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	now := e.clock.Now().UTC()
 	from := agentrunner.StateIdle
@@ -201,7 +201,7 @@ func (e *Engine) startCycle(ctx context.Context) (*agentrunner.Cycle, error) {
 	}
 	to := e.ws.Machine.Start()
 	if err := e.ws.Machine.Check(from, to); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	id := start.Format(cycleIDLayout)
 	c := &agentrunner.Cycle{
@@ -209,7 +209,7 @@ func (e *Engine) startCycle(ctx context.Context) (*agentrunner.Cycle, error) {
 		Dir: e.ws.Layout.Cycle(id), StartedAt: now,
 	}
 	if err := atomicfile.MkdirAll(c.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("create cycle directory: %w", err)
+		return nil, nil, fmt.Errorf("create cycle directory: %w", err)
 	}
 	first := e.newAttempt(c, string(to), 1, now, time.Time{})
 	ch := &agentrunner.Change{From: from, Cycle: c, Attempts: []*agentrunner.Attempt{first}}
@@ -217,9 +217,9 @@ func (e *Engine) startCycle(ctx context.Context) (*agentrunner.Cycle, error) {
 	e.transition(ch, c, from, to)
 	e.attemptStarted(ch, c, first)
 	if err := e.commit(ctx, ch); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return c, nil
+	return c, first, nil
 }
 
 // newAttempt makes attempt n of a step: running now, or pending until
@@ -235,25 +235,26 @@ func (e *Engine) newAttempt(c *agentrunner.Cycle, step string, n int, now, notBe
 	return a
 }
 
-// resume returns the unfinished cycle, nil if there is none. An attempt
-// that was running when the runner stopped is recorded as interrupted and
-// the step is attempted again, with the attempt counted.
-func (e *Engine) resume(ctx context.Context) (*agentrunner.Cycle, error) {
+// resume returns the unfinished cycle and its current attempt, nil if
+// there is none. An attempt that was running when the runner stopped is
+// recorded as interrupted and the step is attempted again, with the attempt
+// counted.
+func (e *Engine) resume(ctx context.Context) (*agentrunner.Cycle, *agentrunner.Attempt, error) {
 	c, err := e.store.UnfinishedCycle(ctx)
 	if agentrunner.ErrorCode(err) == agentrunner.ENOTFOUND {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	att, err := e.currentAttempt(ctx, c)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if att.Status == agentrunner.AttemptRunning {
 		return e.fail(ctx, c, att, agentrunner.Fail(agentrunner.ClassInterrupted, "the runner stopped during this attempt"), nil)
 	}
-	return c, nil
+	return c, att, nil
 }
 
 // currentAttempt returns the latest attempt of the cycle's current step.
@@ -274,13 +275,10 @@ func (e *Engine) currentAttempt(ctx context.Context, c *agentrunner.Cycle) (*age
 	return cur, nil
 }
 
-// runCycle runs steps until the cycle is finished.
-func (e *Engine) runCycle(ctx context.Context, c *agentrunner.Cycle) (*agentrunner.Cycle, error) {
+// runCycle runs steps, starting with att, until the cycle is finished.
+func (e *Engine) runCycle(ctx context.Context, c *agentrunner.Cycle, att *agentrunner.Attempt) (*agentrunner.Cycle, error) {
+	var err error
 	for c.Status == agentrunner.CycleRunning {
-		att, err := e.currentAttempt(ctx, c)
-		if err != nil {
-			return c, err
-		}
 		switch att.Status {
 		case agentrunner.AttemptPending:
 			if att, err = e.startPending(ctx, c, att); err != nil {
@@ -295,9 +293,9 @@ func (e *Engine) runCycle(ctx context.Context, c *agentrunner.Cycle) (*agentrunn
 			return c, ctx.Err() // stopping: the attempt stays running and is resumed next start
 		}
 		if runErr != nil {
-			c, err = e.fail(ctx, c, att, runErr, out)
+			c, att, err = e.fail(ctx, c, att, runErr, out)
 		} else {
-			c, err = e.succeed(ctx, c, att, out)
+			c, att, err = e.succeed(ctx, c, att, out)
 		}
 		if err != nil {
 			return c, err
@@ -323,15 +321,16 @@ func (e *Engine) startPending(ctx context.Context, c *agentrunner.Cycle, att *ag
 }
 
 // succeed commits a successful attempt together with the transition to the
-// next step and that step's first attempt: one transaction per step.
-func (e *Engine) succeed(ctx context.Context, c *agentrunner.Cycle, att *agentrunner.Attempt, out *outcome) (*agentrunner.Cycle, error) {
+// next step and that step's first attempt, which it returns (nil when the
+// cycle is over): one transaction per step.
+func (e *Engine) succeed(ctx context.Context, c *agentrunner.Cycle, att *agentrunner.Attempt, out *outcome) (*agentrunner.Cycle, *agentrunner.Attempt, error) {
 	from := agentrunner.State(c.Step)
 	to, err := e.ws.Machine.AfterSuccess(from)
 	if err != nil {
-		return c, err
+		return c, nil, err
 	}
 	if err := e.ws.Machine.Check(from, to); err != nil {
-		return c, err
+		return c, nil, err
 	}
 	now := e.clock.Now()
 	done := *att
@@ -343,6 +342,7 @@ func (e *Engine) succeed(ctx context.Context, c *agentrunner.Cycle, att *agentru
 		"attempt": att.Number, "duration_ms": now.Sub(att.StartedAt).Milliseconds(), "output": out.outputPath,
 	})
 	e.transition(ch, c, from, to)
+	var first *agentrunner.Attempt
 	if to == agentrunner.StateWaiting {
 		next.Status, next.Step, next.EndedAt = agentrunner.CycleCompleted, "", now
 		e.event(ch, c, "", agentrunner.EventCycleCompleted, agentrunner.LevelInfo, map[string]any{
@@ -350,19 +350,20 @@ func (e *Engine) succeed(ctx context.Context, c *agentrunner.Cycle, att *agentru
 		})
 	} else {
 		next.Step = string(to)
-		first := e.newAttempt(c, next.Step, 1, now, time.Time{})
+		first = e.newAttempt(c, next.Step, 1, now, time.Time{})
 		ch.Attempts = append(ch.Attempts, first)
 		e.attemptStarted(ch, c, first)
 	}
 	if err := e.commit(ctx, ch); err != nil {
-		return c, err
+		return c, nil, err
 	}
-	return &next, nil
+	return &next, first, nil
 }
 
 // fail commits a failed attempt: a retry when the failure is retryable and
-// the policy allows one, else the end of the cycle.
-func (e *Engine) fail(ctx context.Context, c *agentrunner.Cycle, att *agentrunner.Attempt, cause error, out *outcome) (*agentrunner.Cycle, error) {
+// the policy allows one (the retry's attempt is returned), else the end of
+// the cycle.
+func (e *Engine) fail(ctx context.Context, c *agentrunner.Cycle, att *agentrunner.Attempt, cause error, out *outcome) (*agentrunner.Cycle, *agentrunner.Attempt, error) {
 	step := e.cfg.Pipeline.Steps[att.Step]
 	policy := e.cfg.StepPolicy(step)
 	class := agentrunner.ClassOf(cause)
@@ -405,10 +406,10 @@ func (e *Engine) fail(ctx context.Context, c *agentrunner.Cycle, att *agentrunne
 		if next.Status == agentrunner.AttemptRunning {
 			e.attemptStarted(ch, c, next)
 		}
-		return c, e.commit(ctx, ch)
+		return c, next, e.commit(ctx, ch)
 	}
 	if err := e.ws.Machine.Check(from, agentrunner.StateWaiting); err != nil {
-		return c, err
+		return c, nil, err
 	}
 	ended := *c
 	ended.Status, ended.Step, ended.EndedAt = agentrunner.CycleFailed, "", now
@@ -420,9 +421,9 @@ func (e *Engine) fail(ctx context.Context, c *agentrunner.Cycle, att *agentrunne
 		"inputs": e.inputPaths(c, att.Step),
 	})
 	if err := e.commit(ctx, ch); err != nil {
-		return c, err
+		return c, nil, err
 	}
-	return &ended, nil
+	return &ended, nil, nil
 }
 
 func durations(ds []time.Duration) []string {

@@ -494,7 +494,7 @@ func TestExecutionOutcomes(t *testing.T) {
 func TestIllegalTransitionChangesNothing(t *testing.T) {
 	f := newFixture(t, execsvc.MockOptions{}, nil)
 	e := f.engine()
-	c, err := e.startCycle(context.Background())
+	c, _, err := e.startCycle(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -502,7 +502,7 @@ func TestIllegalTransitionChangesNothing(t *testing.T) {
 	stale := *c
 	stale.Step = "analyze" // this runner believes it is at analyze; the store says plan
 	att := &agentrunner.Attempt{CycleID: c.ID, Step: "analyze", Number: 1, Status: agentrunner.AttemptRunning, StartedAt: t0}
-	_, err = e.succeed(context.Background(), &stale, att, &outcome{})
+	_, _, err = e.succeed(context.Background(), &stale, att, &outcome{})
 	if agentrunner.ErrorCode(err) != agentrunner.ECONFLICT {
 		t.Fatalf("err = %v, want a conflict", err)
 	}

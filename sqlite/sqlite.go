@@ -33,6 +33,7 @@ var migrations embed.FS
 type Store struct {
 	write   *sql.DB
 	read    *sql.DB
+	stmts   statements
 	commits atomic.Int64
 }
 
@@ -61,6 +62,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	write.SetConnMaxIdleTime(0)
 	s := &Store{write: write}
 	if err := s.migrate(ctx); err != nil {
+		write.Close()
+		return nil, fmt.Errorf("state database %s: %w", path, err)
+	}
+	if err := s.prepare(ctx); err != nil {
 		write.Close()
 		return nil, fmt.Errorf("state database %s: %w", path, err)
 	}

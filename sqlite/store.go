@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentrunner/agentrunner"
@@ -33,30 +34,128 @@ func decodeTime(s sql.NullString) (time.Time, error) {
 	return t, nil
 }
 
-// currentState is the loop state as the store knows it.
-func currentState(ctx context.Context, q interface {
-	QueryRowContext(context.Context, string, ...any) *sql.Row
-}) (agentrunner.State, error) {
-	var step string
-	err := q.QueryRowContext(ctx, `SELECT step FROM cycles WHERE status = 'running'`).Scan(&step)
-	if err == nil {
-		return agentrunner.State(step), nil
+// The statements of Apply, prepared once on the write connection: parsing
+// SQL is most of the CPU a commit costs.
+const (
+	sqlState = `SELECT COALESCE(
+		(SELECT step FROM cycles WHERE status = 'running'),
+		CASE WHEN EXISTS (SELECT 1 FROM cycles) THEN 'WaitingForNextCycle' ELSE 'Idle' END)`
+	sqlUpsertCycle = `
+		INSERT INTO cycles (id, pipeline, status, step, last_completed_step, dir, started_at, ended_at, error)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET
+			status = excluded.status, step = excluded.step,
+			last_completed_step = excluded.last_completed_step,
+			ended_at = excluded.ended_at, error = excluded.error`
+	// The multi-row statements take their VALUES rows where %s is.
+	sqlUpsertAttempts = `
+		INSERT INTO attempts (cycle_id, step, number, agent, status, error_class, error,
+			not_before, started_at, ended_at, exit_code, output_path, dir)
+		VALUES %s
+		ON CONFLICT (cycle_id, step, number) DO UPDATE SET
+			status = excluded.status, error_class = excluded.error_class, error = excluded.error,
+			not_before = excluded.not_before, started_at = excluded.started_at,
+			ended_at = excluded.ended_at, exit_code = excluded.exit_code,
+			output_path = excluded.output_path, dir = excluded.dir`
+	sqlInsertEvents = `
+		INSERT INTO events (timestamp, event_type, agent, step, cycle_id, level, details)
+		VALUES %s`
+	sqlInsertOutbox = `
+		INSERT INTO outbox (key, kind, cycle_id, payload, created_at) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (key) DO NOTHING`
+	sqlDelivered = `UPDATE outbox SET delivered_at = ?, response = ?, attempts = attempts + 1 WHERE key = ?`
+)
+
+type statements struct {
+	state, upsertCycle, insertOutbox, delivered *sql.Stmt
+	// attempts and events are multi-row statements by row count; one
+	// statement per change beats one per row.
+	mu               sync.Mutex
+	attempts, events map[int]*sql.Stmt
+}
+
+// maxRows bounds the rows of one multi-row statement, far below SQLite's
+// limit on bound parameters.
+const maxRows = 64
+
+// prepareRows prepares the statements execRows needs for n rows: one of
+// maxRows rows and one of the remainder.
+func (s *Store) prepareRows(ctx context.Context, cache *map[int]*sql.Stmt, query string, n int) error {
+	s.stmts.mu.Lock()
+	defer s.stmts.mu.Unlock()
+	cols := strings.Count(query[:strings.Index(query, "VALUES")], ",") + 1
+	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", cols), ", ") + ")"
+	for _, size := range []int{min(n, maxRows), n % maxRows} {
+		if size == 0 || (*cache)[size] != nil {
+			continue
+		}
+		values := strings.TrimSuffix(strings.Repeat(row+", ", size), ", ")
+		stmt, err := s.write.PrepareContext(ctx, fmt.Sprintf(query, values))
+		if err != nil {
+			return fmt.Errorf("prepare: %w", err)
+		}
+		(*cache)[size] = stmt
 	}
-	if !errors.Is(err, sql.ErrNoRows) {
-		return "", err
+	return nil
+}
+
+// execRows inserts rows with the prepared multi-row statements, maxRows at
+// a time, and returns the rowid of each row. With one writer, the rows of
+// one statement get consecutive rowids.
+func (s *Store) execRows(ctx context.Context, tx *sql.Tx, cache map[int]*sql.Stmt, rows [][]any) ([]int64, error) {
+	ids := make([]int64, 0, len(rows))
+	for len(rows) > 0 {
+		chunk := rows[:min(len(rows), maxRows)]
+		rows = rows[len(chunk):]
+		s.stmts.mu.Lock()
+		stmt := cache[len(chunk)]
+		s.stmts.mu.Unlock()
+		var args []any
+		for _, r := range chunk {
+			args = append(args, r...)
+		}
+		res, err := tx.StmtContext(ctx, stmt).ExecContext(ctx, args...)
+		if err != nil {
+			return nil, err
+		}
+		last, err := res.LastInsertId()
+		if err != nil {
+			return nil, err
+		}
+		for i := range chunk {
+			ids = append(ids, last-int64(len(chunk)-1-i))
+		}
 	}
-	var any int
-	if err := q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM cycles)`).Scan(&any); err != nil {
-		return "", err
+	return ids, nil
+}
+
+func (s *Store) prepare(ctx context.Context) error {
+	s.stmts.attempts, s.stmts.events = map[int]*sql.Stmt{}, map[int]*sql.Stmt{}
+	for _, p := range []struct {
+		dst **sql.Stmt
+		sql string
+	}{
+		{&s.stmts.state, sqlState}, {&s.stmts.upsertCycle, sqlUpsertCycle},
+		{&s.stmts.insertOutbox, sqlInsertOutbox}, {&s.stmts.delivered, sqlDelivered},
+	} {
+		stmt, err := s.write.PrepareContext(ctx, p.sql)
+		if err != nil {
+			return fmt.Errorf("prepare: %w", err)
+		}
+		*p.dst = stmt
 	}
-	if any == 1 {
-		return agentrunner.StateWaiting, nil
-	}
-	return agentrunner.StateIdle, nil
+	return nil
 }
 
 // Apply commits a change in one IMMEDIATE transaction.
 func (s *Store) Apply(ctx context.Context, ch *agentrunner.Change) (err error) {
+	// Prepare before the transaction takes the one write connection.
+	if err := s.prepareRows(ctx, &s.stmts.attempts, sqlUpsertAttempts, len(ch.Attempts)); err != nil {
+		return err
+	}
+	if err := s.prepareRows(ctx, &s.stmts.events, sqlInsertEvents, len(ch.Events)); err != nil {
+		return err
+	}
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
@@ -67,83 +166,67 @@ func (s *Store) Apply(ctx context.Context, ch *agentrunner.Change) (err error) {
 		}
 	}()
 	if ch.From != "" {
-		state, err := currentState(ctx, tx)
-		if err != nil {
+		var state string
+		if err := tx.StmtContext(ctx, s.stmts.state).QueryRowContext(ctx).Scan(&state); err != nil {
 			return fmt.Errorf("read current state: %w", err)
 		}
-		if state != ch.From {
+		if agentrunner.State(state) != ch.From {
 			return agentrunner.Errorf(agentrunner.ECONFLICT, "state is %s, not %s: the change was not applied", state, ch.From)
 		}
 	}
 	if c := ch.Cycle; c != nil {
-		_, err = tx.ExecContext(ctx, `
-			INSERT INTO cycles (id, pipeline, status, step, last_completed_step, dir, started_at, ended_at, error)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (id) DO UPDATE SET
-				status = excluded.status, step = excluded.step,
-				last_completed_step = excluded.last_completed_step,
-				ended_at = excluded.ended_at, error = excluded.error`,
+		_, err = tx.StmtContext(ctx, s.stmts.upsertCycle).ExecContext(ctx,
 			c.ID, c.Pipeline, string(c.Status), c.Step, c.LastCompletedStep, c.Dir,
 			encodeTime(c.StartedAt), encodeTime(c.EndedAt), c.Error)
 		if err != nil {
 			return translate(err, "cycle "+c.ID)
 		}
 	}
-	for _, a := range ch.Attempts {
-		var exit any
-		if a.ExitCode != nil {
-			exit = *a.ExitCode
+	if len(ch.Attempts) > 0 {
+		rows := make([][]any, len(ch.Attempts))
+		for i, a := range ch.Attempts {
+			var exit any
+			if a.ExitCode != nil {
+				exit = *a.ExitCode
+			}
+			rows[i] = []any{a.CycleID, a.Step, a.Number, a.Agent, string(a.Status), string(a.ErrorClass), a.Error,
+				encodeTime(a.NotBefore), encodeTime(a.StartedAt), encodeTime(a.EndedAt), exit, a.OutputPath, a.Dir}
 		}
-		_, err = tx.ExecContext(ctx, `
-			INSERT INTO attempts (cycle_id, step, number, agent, status, error_class, error,
-				not_before, started_at, ended_at, exit_code, output_path, dir)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (cycle_id, step, number) DO UPDATE SET
-				status = excluded.status, error_class = excluded.error_class, error = excluded.error,
-				not_before = excluded.not_before, started_at = excluded.started_at,
-				ended_at = excluded.ended_at, exit_code = excluded.exit_code,
-				output_path = excluded.output_path, dir = excluded.dir`,
-			a.CycleID, a.Step, a.Number, a.Agent, string(a.Status), string(a.ErrorClass), a.Error,
-			encodeTime(a.NotBefore), encodeTime(a.StartedAt), encodeTime(a.EndedAt), exit, a.OutputPath, a.Dir)
-		if err != nil {
-			return translate(err, fmt.Sprintf("attempt %s/%s#%d", a.CycleID, a.Step, a.Number))
+		if _, err = s.execRows(ctx, tx, s.stmts.attempts, rows); err != nil {
+			return translate(err, fmt.Sprintf("attempts of cycle %s", ch.Attempts[0].CycleID))
 		}
 	}
-	for _, e := range ch.Events {
-		details := []byte("{}")
-		if len(e.Details) > 0 {
-			if details, err = json.Marshal(e.Details); err != nil {
-				return fmt.Errorf("event %s details: %w", e.Type, err)
+	if len(ch.Events) > 0 {
+		rows := make([][]any, len(ch.Events))
+		for i, e := range ch.Events {
+			details := []byte("{}")
+			if len(e.Details) > 0 {
+				if details, err = json.Marshal(e.Details); err != nil {
+					return fmt.Errorf("event %s details: %w", e.Type, err)
+				}
 			}
+			level := e.Level
+			if level == "" {
+				level = agentrunner.LevelInfo
+			}
+			rows[i] = []any{encodeTime(e.Timestamp), e.Type, e.Agent, e.Step, e.CycleID, string(level), string(details)}
 		}
-		level := e.Level
-		if level == "" {
-			level = agentrunner.LevelInfo
-		}
-		res, err := tx.ExecContext(ctx, `
-			INSERT INTO events (timestamp, event_type, agent, step, cycle_id, level, details)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			encodeTime(e.Timestamp), e.Type, e.Agent, e.Step, e.CycleID, string(level), string(details))
+		ids, err := s.execRows(ctx, tx, s.stmts.events, rows)
 		if err != nil {
-			return translate(err, "event "+e.Type)
+			return translate(err, "events")
 		}
-		if e.ID, err = res.LastInsertId(); err != nil {
-			return err
+		for i, e := range ch.Events {
+			e.ID = ids[i]
 		}
 	}
 	for _, m := range ch.Outbox {
-		_, err = tx.ExecContext(ctx, `
-			INSERT INTO outbox (key, kind, cycle_id, payload, created_at) VALUES (?, ?, ?, ?, ?)
-			ON CONFLICT (key) DO NOTHING`,
-			m.Key, m.Kind, m.CycleID, m.Payload, encodeTime(m.CreatedAt))
+		_, err = tx.StmtContext(ctx, s.stmts.insertOutbox).ExecContext(ctx, m.Key, m.Kind, m.CycleID, m.Payload, encodeTime(m.CreatedAt))
 		if err != nil {
 			return translate(err, "outbox "+m.Key)
 		}
 	}
 	for _, m := range ch.Delivered {
-		res, err := tx.ExecContext(ctx, `
-			UPDATE outbox SET delivered_at = ?, response = ?, attempts = attempts + 1 WHERE key = ?`,
-			encodeTime(m.DeliveredAt), m.Response, m.Key)
+		res, err := tx.StmtContext(ctx, s.stmts.delivered).ExecContext(ctx, encodeTime(m.DeliveredAt), m.Response, m.Key)
 		if err != nil {
 			return translate(err, "outbox "+m.Key)
 		}

@@ -4,6 +4,7 @@ package storetest
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -23,6 +24,7 @@ func Run(t *testing.T, open func(t *testing.T) agentrunner.Store) {
 		{"FailedChangeWritesNothing", testAtomic},
 		{"AttemptsUpsertKeepsOrder", testAttempts},
 		{"EventsFilter", testEvents},
+		{"ManyEventsInOneChange", testManyEvents},
 		{"Outbox", testOutbox},
 		{"CyclesFilter", testCyclesFilter},
 		{"NotFound", testNotFound},
@@ -264,5 +266,27 @@ func testNotFound(t *testing.T, s agentrunner.Store) {
 	}
 	if atts, err := s.Attempts(ctx, "x"); err != nil || len(atts) != 0 {
 		t.Errorf("Attempts of unknown cycle: %v, %v", atts, err)
+	}
+}
+
+func testManyEvents(t *testing.T, s agentrunner.Store) {
+	ctx := context.Background()
+	var evs []*agentrunner.Event
+	for i := 0; i < 150; i++ {
+		evs = append(evs, &agentrunner.Event{Timestamp: t0, Type: fmt.Sprintf("e%d", i), Level: agentrunner.LevelInfo})
+	}
+	mustApply(t, s, &agentrunner.Change{Events: evs[:1]})
+	mustApply(t, s, &agentrunner.Change{Events: evs[1:]})
+	got, err := s.Events(ctx, agentrunner.EventFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(evs) {
+		t.Fatalf("%d events stored, want %d", len(got), len(evs))
+	}
+	for i, e := range got {
+		if e.Type != evs[i].Type || e.ID != evs[i].ID || (i > 0 && e.ID <= got[i-1].ID) {
+			t.Fatalf("event %d: stored %s id %d, returned id %d", i, e.Type, e.ID, evs[i].ID)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/agentrunner/agentrunner/config"
@@ -96,7 +97,39 @@ agents and records every state change durably, so a crash resumes where it stopp
 		newDemoCommand(),
 		newStatusCommand(),
 	)
+	// Cobra reports wrong arguments and unknown commands as plain errors,
+	// which would exit 1; they are usage errors like bad flags (exit 2).
+	for _, c := range root.Commands() {
+		if c.Args != nil {
+			c.Args = usageArgs(c.Args)
+		}
+	}
+	// Giving the root its own argument check (which needs it runnable) is
+	// the only way to replace cobra's unknown-command error.
+	root.Args = unknownCommand
+	root.SuggestionsMinimumDistance = 2
+	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 	return root
+}
+
+// usageArgs turns the errors of an argument check into usage errors.
+func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		return usageError(check(cmd, args))
+	}
+}
+
+// unknownCommand rejects a first word that names no command, suggesting
+// the closest commands.
+func unknownCommand(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += fmt.Sprintf(" (did you mean %s?)", strings.Join(s, " or "))
+	}
+	return usageError(errors.New(msg))
 }
 
 // configFlag adds -c/--config to a command.

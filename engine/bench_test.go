@@ -1,0 +1,135 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/config"
+	"github.com/agentrunner/agentrunner/internal/atomicfile"
+	"github.com/agentrunner/agentrunner/internal/clocktest"
+	"github.com/agentrunner/agentrunner/runtime/mock"
+	"github.com/agentrunner/agentrunner/sqlite"
+	"github.com/agentrunner/agentrunner/workspace"
+)
+
+const benchSteps = 10
+
+// benchWorkspace writes a pipeline of benchSteps mock agent steps; with
+// mail, each step deposits a forward and a backward message, as the
+// learning loop's steps do.
+func benchWorkspace(b *testing.B, mail bool) *workspace.Workspace {
+	dir := b.TempDir()
+	tmpl := "# Report {{cycle_id}}\n\n## Summary\n\n<!-- two sentences -->\n\n## Findings\n\n| Item | Value |\n|---|---|\n| Signal | {{signal}} |\n\n## Handoff\n\n<!-- for the next agent -->\n"
+	os.WriteFile(filepath.Join(dir, "template.md"), []byte(tmpl), 0o644)
+	os.WriteFile(filepath.Join(dir, "identity.md"), []byte("You are a research agent.\n"), 0o644)
+	var y strings.Builder
+	y.WriteString("version: 1\nname: bench\ndefaults: {provider: mock}\nagents:\n")
+	for i := 0; i < benchSteps; i++ {
+		fmt.Fprintf(&y, "  a%d: {identity: identity.md, output: {file: out%d.md, template: template.md}}\n", i, i)
+	}
+	y.WriteString("pipeline:\n  start: s0\n  steps:\n")
+	for i := 0; i < benchSteps; i++ {
+		next := fmt.Sprintf("s%d", i+1)
+		if i == benchSteps-1 {
+			next = "end"
+		}
+		fmt.Fprintf(&y, "    s%d: {agent: a%d, next: %s", i, i, next)
+		if mail {
+			fmt.Fprintf(&y, ", deliver: [{kind: forward, to: [a%d], section: Handoff}, {kind: backward, to: [a%d], section: Summary}]", (i+1)%benchSteps, i)
+		}
+		y.WriteString("}\n")
+	}
+	path := filepath.Join(dir, config.FileName)
+	os.WriteFile(path, []byte(y.String()), 0o644)
+	cfg, err := config.Load(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ws, err := workspace.Load(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return ws
+}
+
+// fixedOutput is an agent that writes the same valid output every time, so
+// the benchmark measures the engine, not an agent's work.
+type fixedOutput []byte
+
+func (f fixedOutput) Run(ctx context.Context, inv *agentrunner.Invocation) (*agentrunner.RunResult, error) {
+	return &agentrunner.RunResult{}, os.WriteFile(inv.OutputPath, f, 0o644)
+}
+
+// cpuTime returns the process's user and system CPU time so far.
+func cpuTime() (user, sys time.Duration) {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano()), time.Duration(ru.Stime.Nano())
+}
+
+// BenchmarkStep measures one step of a pipeline whose agent writes a fixed
+// valid output (so the agent's own work is not counted), all durable: the attempt's record, the artifact published with write-temp,
+// fsync, rename, and the transition committed to SQLite with
+// synchronous=FULL. Besides ns/op it reports, per step: CPU time in user
+// space (agentrunner's own work) and in the kernel (file creation, fsync),
+// store commits, file fsyncs, and commits per state transition (a cycle of
+// n steps has n+1 transitions: the cycle's start and one after each step).
+//
+//	go test -run '^$' -bench BenchmarkStep -count 10 ./engine/ | tee new.txt; benchstat new.txt
+func BenchmarkStep(b *testing.B) {
+	for _, mail := range []bool{false, true} {
+		name := "publish"
+		if mail {
+			name = "publish+2-deposits"
+		}
+		b.Run(name, func(b *testing.B) {
+			ws := benchWorkspace(b, mail)
+			store, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "state.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer store.Close()
+			clock := clocktest.New(t0)
+			tmpl, _ := os.ReadFile(ws.Agents["a0"].TemplatePath)
+			agent := fixedOutput(mock.Generate(tmpl, ".md", "20261122_140000", "a0", t0))
+			e, err := New(Options{Workspace: ws, Store: store, Clock: clock,
+				Runtimes: map[string]agentrunner.Runtime{"mock": agent}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			cycles := (b.N + benchSteps - 1) / benchSteps
+			commits0, syncs0 := store.Commits(), atomicfile.Syncs()
+			user0, sys0 := cpuTime()
+			var ms0, ms1 runtime.MemStats
+			runtime.ReadMemStats(&ms0)
+			b.ResetTimer()
+			for i := 0; i < cycles; i++ {
+				c, err := e.RunOnce(ctx)
+				if err != nil || c.Status != agentrunner.CycleCompleted {
+					b.Fatalf("cycle: %v %+v", err, c)
+				}
+				clock.Advance(time.Hour)
+			}
+			b.StopTimer()
+			runtime.ReadMemStats(&ms1)
+			steps := float64(cycles * benchSteps)
+			commits := float64(store.Commits() - commits0)
+			user1, sys1 := cpuTime()
+			b.ReportMetric(float64(user1-user0)/steps, "user-ns/step")
+			b.ReportMetric(float64(sys1-sys0)/steps, "sys-ns/step")
+			b.ReportMetric(commits/steps, "commits/step")
+			b.ReportMetric(commits/float64(cycles*(benchSteps+1)), "commits/transition")
+			b.ReportMetric(float64(atomicfile.Syncs()-syncs0)/steps, "file-fsyncs/step")
+			b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/steps, "allocs/step")
+		})
+	}
+}

@@ -1,0 +1,299 @@
+package http_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/config"
+	arhttp "github.com/agentrunner/agentrunner/http"
+	"github.com/agentrunner/agentrunner/internal/clocktest"
+	"github.com/agentrunner/agentrunner/sqlite"
+	"github.com/google/go-cmp/cmp"
+)
+
+// now is the fake clock's time in every test.
+var now = time.Date(2026, 3, 14, 9, 26, 53, 0, time.UTC)
+
+// testConfig is what the server reads of a configuration: the pipeline's
+// name and its schedule (every 6h, never sooner than 1h).
+func testConfig() *config.Config {
+	return &config.Config{
+		Name: "crypton",
+		Schedule: config.Schedule{
+			Every:    config.Duration(6 * time.Hour),
+			MinCycle: config.Duration(time.Hour),
+			MaxCycle: config.Duration(24 * time.Hour),
+		},
+	}
+}
+
+func openStore(t *testing.T) *sqlite.Store {
+	t.Helper()
+	store, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	return store
+}
+
+// get serves one GET through the server's handler and returns the status,
+// the Content-Type and the body decoded as JSON.
+func get(t *testing.T, h http.Handler, path string) (int, string, any) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	var body any
+	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+		t.Fatalf("GET %s: body is not JSON: %v\n%s", path, err, rec.Body)
+	}
+	return rec.Code, rec.Header().Get("Content-Type"), body
+}
+
+// decode decodes a JSON literal of the expected body.
+func decode(t *testing.T, s string) any {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		t.Fatalf("bad expectation %s: %v", s, err)
+	}
+	return v
+}
+
+func running(id, step, lastCompleted string, started time.Time) *agentrunner.Cycle {
+	return &agentrunner.Cycle{
+		ID: id, Pipeline: "crypton", Status: agentrunner.CycleRunning, Step: step,
+		LastCompletedStep: lastCompleted, Dir: "/artifacts/cycles/" + id, StartedAt: started,
+	}
+}
+
+func TestStatus(t *testing.T) {
+	started := now.Add(-2 * time.Hour)
+	ended := now.Add(-time.Hour)
+	tests := []struct {
+		name string
+		// changes are applied to the store in order before the request.
+		changes []*agentrunner.Change
+		want    string
+	}{
+		{
+			name: "no cycle yet",
+			want: `{"pipeline": "crypton", "current_state": "Idle", "current_cycle_id": "", "last_completed_step": "",
+				"next_scheduled_time": "2026-03-14T09:26:53Z", "last_cycle": null}`,
+		},
+		{
+			name: "a cycle running",
+			changes: []*agentrunner.Change{
+				{From: agentrunner.StateIdle, Cycle: running("20260314_072653", "research", "plan", started)},
+			},
+			want: `{"pipeline": "crypton", "current_state": "research", "current_cycle_id": "20260314_072653",
+				"last_completed_step": "plan", "next_scheduled_time": "2026-03-14T13:26:53Z",
+				"last_cycle": {"id": "20260314_072653", "status": "running", "started_at": "2026-03-14T07:26:53Z", "ended_at": null}}`,
+		},
+		{
+			name: "the cycle completed",
+			changes: []*agentrunner.Change{
+				{From: agentrunner.StateIdle, Cycle: running("20260314_072653", "evaluate", "execute", started)},
+				{From: "evaluate", Cycle: &agentrunner.Cycle{
+					ID: "20260314_072653", Pipeline: "crypton", Status: agentrunner.CycleCompleted,
+					LastCompletedStep: "evaluate", StartedAt: started, EndedAt: ended,
+				}},
+			},
+			want: `{"pipeline": "crypton", "current_state": "WaitingForNextCycle", "current_cycle_id": "20260314_072653",
+				"last_completed_step": "evaluate", "next_scheduled_time": "2026-03-14T13:26:53Z",
+				"last_cycle": {"id": "20260314_072653", "status": "completed", "started_at": "2026-03-14T07:26:53Z",
+					"ended_at": "2026-03-14T08:26:53Z"}}`,
+		},
+		{
+			name: "the cycle failed",
+			changes: []*agentrunner.Change{
+				{From: agentrunner.StateIdle, Cycle: running("20260314_072653", "execute", "synthesize", started)},
+				{From: "execute", Cycle: &agentrunner.Cycle{
+					ID: "20260314_072653", Pipeline: "crypton", Status: agentrunner.CycleFailed,
+					LastCompletedStep: "synthesize", StartedAt: started, EndedAt: ended,
+					Error: "step execute failed after 4 attempt(s)",
+				}},
+			},
+			want: `{"pipeline": "crypton", "current_state": "WaitingForNextCycle", "current_cycle_id": "20260314_072653",
+				"last_completed_step": "synthesize", "next_scheduled_time": "2026-03-14T13:26:53Z",
+				"last_cycle": {"id": "20260314_072653", "status": "failed", "started_at": "2026-03-14T07:26:53Z",
+					"ended_at": "2026-03-14T08:26:53Z", "error": "step execute failed after 4 attempt(s)"}}`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := openStore(t)
+			for _, ch := range tt.changes {
+				if err := store.Apply(t.Context(), ch); err != nil {
+					t.Fatal(err)
+				}
+			}
+			srv := arhttp.NewServer(store, testConfig(), clocktest.New(now), slog.New(slog.DiscardHandler))
+			code, contentType, body := get(t, srv.Handler(), "/api/status")
+			if code != http.StatusOK || contentType != "application/json" {
+				t.Errorf("GET /api/status: %d %s, want 200 application/json", code, contentType)
+			}
+			if diff := cmp.Diff(decode(t, tt.want), body); diff != "" {
+				t.Errorf("GET /api/status (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestHealthLive(t *testing.T) {
+	srv := arhttp.NewServer(failingStore{errors.New("the store is not needed")}, testConfig(), clocktest.New(now), slog.New(slog.DiscardHandler))
+	code, contentType, body := get(t, srv.Handler(), "/health/live")
+	if code != http.StatusOK || contentType != "application/json" {
+		t.Errorf("GET /health/live: %d %s, want 200 application/json", code, contentType)
+	}
+	if diff := cmp.Diff(decode(t, `{"status": "ok"}`), body); diff != "" {
+		t.Errorf("GET /health/live (-want +got):\n%s", diff)
+	}
+}
+
+func TestUnknownRouteIsNotFound(t *testing.T) {
+	srv := arhttp.NewServer(openStore(t), testConfig(), clocktest.New(now), slog.New(slog.DiscardHandler))
+	for _, path := range []string{"/", "/api/statuses", "/api/status/extra", "/health"} {
+		code, contentType, body := get(t, srv.Handler(), path)
+		if code != http.StatusNotFound || contentType != "application/json" {
+			t.Errorf("GET %s: %d %s, want 404 application/json", path, code, contentType)
+		}
+		want := `{"error": {"code": "not_found", "message": "no route GET ` + path + `"}}`
+		if diff := cmp.Diff(decode(t, want), body); diff != "" {
+			t.Errorf("GET %s (-want +got):\n%s", path, diff)
+		}
+	}
+}
+
+// failingStore is a Store whose every method fails with err.
+type failingStore struct{ err error }
+
+func (s failingStore) Apply(context.Context, *agentrunner.Change) error { return s.err }
+func (s failingStore) Cycle(context.Context, string) (*agentrunner.Cycle, error) {
+	return nil, s.err
+}
+func (s failingStore) UnfinishedCycle(context.Context) (*agentrunner.Cycle, error) {
+	return nil, s.err
+}
+func (s failingStore) Cycles(context.Context, agentrunner.CycleFilter) ([]*agentrunner.Cycle, error) {
+	return nil, s.err
+}
+func (s failingStore) Attempts(context.Context, string) ([]*agentrunner.Attempt, error) {
+	return nil, s.err
+}
+func (s failingStore) Events(context.Context, agentrunner.EventFilter) ([]*agentrunner.Event, error) {
+	return nil, s.err
+}
+func (s failingStore) OutboxMessage(context.Context, string) (*agentrunner.OutboxMessage, error) {
+	return nil, s.err
+}
+func (s failingStore) RecordOutboxFailure(context.Context, string, string) error { return s.err }
+func (s failingStore) Close() error                                              { return nil }
+
+var _ agentrunner.Store = failingStore{}
+
+func TestStoreFailures(t *testing.T) {
+	const secret = "/var/lib/agentrunner/state.db"
+	tests := []struct {
+		name string
+		err  error
+		code int
+		want string
+		// logged: the error is logged, with its detail, for the operator.
+		logged bool
+	}{
+		{
+			name: "an error without a code is internal",
+			err:  errors.New("query cycles in " + secret + ": disk I/O error"),
+			code: http.StatusInternalServerError,
+			want: `{"error": {"code": "internal", "message": "internal error"}}`, logged: true,
+		},
+		{
+			name: "an internal error keeps its message to itself",
+			err:  &agentrunner.Error{Code: agentrunner.EINTERNAL, Message: "corrupt row in " + secret},
+			code: http.StatusInternalServerError,
+			want: `{"error": {"code": "internal", "message": "internal error"}}`, logged: true,
+		},
+		{
+			name: "an unavailable error is shown",
+			err:  agentrunner.Errorf(agentrunner.EUNAVAILABLE, "the state database is busy"),
+			code: http.StatusServiceUnavailable,
+			want: `{"error": {"code": "unavailable", "message": "the state database is busy"}}`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			log := slog.New(slog.NewTextHandler(&logs, nil))
+			srv := arhttp.NewServer(failingStore{tt.err}, testConfig(), clocktest.New(now), log)
+			rec := httptest.NewRecorder()
+			srv.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/status", nil))
+			if rec.Code != tt.code {
+				t.Errorf("status %d, want %d", rec.Code, tt.code)
+			}
+			if strings.Contains(rec.Body.String(), secret) {
+				t.Errorf("the body leaks the internal error:\n%s", rec.Body)
+			}
+			var body any
+			if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+				t.Fatalf("body is not JSON: %v\n%s", err, rec.Body)
+			}
+			if diff := cmp.Diff(decode(t, tt.want), body); diff != "" {
+				t.Errorf("body (-want +got):\n%s", diff)
+			}
+			if got := strings.Contains(logs.String(), secret); got != tt.logged {
+				t.Errorf("the error's detail logged = %v, want %v; logs:\n%s", got, tt.logged, logs.String())
+			}
+		})
+	}
+}
+
+func TestServeStopsWhenTheContextEnds(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := arhttp.NewServer(openStore(t), testConfig(), clocktest.New(now), slog.New(slog.DiscardHandler))
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+
+	// The listener is open before Serve starts, so the request waits for
+	// it rather than failing.
+	client := &http.Client{Timeout: 5 * time.Second}
+	resp, err := client.Get("http://" + ln.Addr().String() + "/health/live")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"ok"`) {
+		t.Errorf("GET /health/live: %d %s", resp.StatusCode, body)
+	}
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Serve returned %v after its context ended, want nil", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not return within 10s of its context ending")
+	}
+	if _, err := client.Get("http://" + ln.Addr().String() + "/health/live"); err == nil {
+		t.Error("the server still answers after Serve returned")
+	}
+}
