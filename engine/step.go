@@ -114,10 +114,12 @@ func (e *Engine) runAgent(ctx context.Context, c *agentrunner.Cycle, step *confi
 		})
 		return out, agentrunner.Fail(agentrunner.ClassInvalidOutput, "%v", err)
 	}
-	// Publish the exact bytes that were validated: written to a temporary
-	// file in the attempt folder, fsynced, renamed into the cycle directory.
+	// Publish the validated file: the agent's output in the attempt folder
+	// is the temporary file, complete since the agent ended; it is fsynced
+	// and renamed into the cycle directory, so the cycle directory only ever
+	// holds complete, valid artifacts.
 	dst := filepath.Join(c.Dir, agent.Output.File)
-	if err := atomicfile.Publish(data, att.Dir, dst, 0o644); err != nil {
+	if err := atomicfile.Move(inv.OutputPath, dst); err != nil {
 		return out, agentrunner.Fail(agentrunner.ClassInternal, "publish %s: %v", agent.Output.File, err)
 	}
 	out.outputPath = dst

@@ -16,20 +16,13 @@ var syncs atomic.Int64
 // started; benchmarks report it per operation.
 func Syncs() int64 { return syncs.Load() }
 
-// WriteFile atomically replaces path with data. The temporary file is created
-// in the same directory, so the rename cannot cross file systems.
-func WriteFile(path string, data []byte, perm os.FileMode) error {
-	return Publish(data, filepath.Dir(path), path, perm)
-}
-
-// Publish writes data to a temporary file in tmpDir, fsyncs it, renames it to
-// dst and fsyncs dst's directory. tmpDir must be on the same file system as
-// dst; using a folder other than dst's keeps half-written files out of dst's
-// directory even for an instant.
-func Publish(data []byte, tmpDir, dst string, perm os.FileMode) (err error) {
-	f, err := os.CreateTemp(tmpDir, "."+filepath.Base(dst)+".tmp-*")
+// WriteFile atomically replaces path with data: it writes a temporary file
+// in the same directory (so the rename cannot cross file systems), fsyncs
+// it, renames it over path and fsyncs the directory.
+func WriteFile(path string, data []byte, perm os.FileMode) (err error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
-		return fmt.Errorf("create temporary file for %s: %w", dst, err)
+		return fmt.Errorf("create temporary file for %s: %w", path, err)
 	}
 	tmp := f.Name()
 	defer func() {
@@ -50,8 +43,28 @@ func Publish(data []byte, tmpDir, dst string, perm os.FileMode) (err error) {
 	if err = f.Close(); err != nil {
 		return fmt.Errorf("close %s: %w", tmp, err)
 	}
-	if err = os.Rename(tmp, dst); err != nil {
-		return fmt.Errorf("rename %s to %s: %w", tmp, dst, err)
+	if err = os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("rename %s to %s: %w", tmp, path, err)
+	}
+	return SyncDir(filepath.Dir(path))
+}
+
+// Move makes a finished file durable under a new name: fsync src, rename it
+// to dst, fsync dst's directory. src must be complete and no longer written
+// (an agent's output after the agent ended); it must be on dst's file
+// system. Moving instead of copying saves creating and syncing a new file.
+func Move(src, dst string) error {
+	f, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	err = Sync(f)
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("fsync %s: %w", src, err)
+	}
+	if err := os.Rename(src, dst); err != nil {
+		return fmt.Errorf("rename %s to %s: %w", src, dst, err)
 	}
 	return SyncDir(filepath.Dir(dst))
 }

@@ -33,30 +33,16 @@ func TestWriteFileReplacesContentAndLeavesNoTemporaryFile(t *testing.T) {
 	}
 }
 
-func TestPublishKeepsTemporaryFileOutOfDestination(t *testing.T) {
-	scratch, dst := t.TempDir(), t.TempDir()
-	if err := Publish([]byte("x"), scratch, filepath.Join(dst, "plan.md"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range []string{scratch, dst} {
-		entries, _ := os.ReadDir(d)
-		for _, e := range entries {
-			if e.Name() != "plan.md" {
-				t.Errorf("%s holds leftover %s", d, e.Name())
-			}
-		}
-	}
-}
-
-func TestPublishFailsCleanlyWhenDestinationDirIsMissing(t *testing.T) {
-	scratch := t.TempDir()
-	err := Publish([]byte("x"), scratch, filepath.Join(scratch, "missing", "plan.md"), 0o644)
+func TestWriteFileFailsCleanlyOnARename(t *testing.T) {
+	dir := t.TempDir()
+	os.Mkdir(filepath.Join(dir, "plan.md"), 0o755) // a directory in the way: the rename fails
+	err := WriteFile(filepath.Join(dir, "plan.md"), []byte("x"), 0o644)
 	if err == nil {
 		t.Fatal("want error")
 	}
-	entries, _ := os.ReadDir(scratch)
-	if len(entries) != 0 {
-		t.Errorf("temporary file left behind: %v", entries[0].Name())
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Errorf("temporary file left behind: %v", entries)
 	}
 }
 
@@ -76,5 +62,26 @@ func TestMkdirAllCreatesNestedAndRejectsFile(t *testing.T) {
 	os.WriteFile(file, nil, 0o644)
 	if err := MkdirAll(file, 0o755); err == nil {
 		t.Fatal("want error for a file in the way")
+	}
+}
+
+func TestMoveRenamesAndSyncs(t *testing.T) {
+	src, dst := filepath.Join(t.TempDir(), "out.md"), filepath.Join(t.TempDir(), "plan.md")
+	os.WriteFile(src, []byte("plan"), 0o644)
+	before := Syncs()
+	if err := Move(src, dst); err != nil {
+		t.Fatal(err)
+	}
+	if got := Syncs() - before; got != 2 {
+		t.Errorf("fsyncs = %d, want 2 (file and directory)", got)
+	}
+	if data, err := os.ReadFile(dst); err != nil || string(data) != "plan" {
+		t.Errorf("dst = %q, %v", data, err)
+	}
+	if _, err := os.Stat(src); !os.IsNotExist(err) {
+		t.Errorf("src still exists: %v", err)
+	}
+	if err := Move(src, dst); err == nil {
+		t.Error("moving a missing file succeeded")
 	}
 }

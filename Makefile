@@ -1,0 +1,42 @@
+# make test: everything CI runs. It installs what the tests need when it is
+# missing (a C compiler for the race detector) and then vets, checks the
+# formatting, runs every test with the race detector in random order, and
+# runs each fuzz target briefly.
+
+GO       ?= go
+FUZZTIME ?= 5s
+
+.PHONY: test deps vet fmt-check unit fuzz bench build
+
+test: deps vet fmt-check unit fuzz
+
+# The race detector needs cgo and a C compiler.
+deps:
+	@command -v gcc >/dev/null 2>&1 || { \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "installing gcc for the race detector"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc libc6-dev >/dev/null; \
+		else \
+			echo "the race detector needs gcc: install it (e.g. apt-get install gcc)"; exit 1; \
+		fi; }
+
+vet:
+	$(GO) vet ./...
+
+fmt-check:
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+unit:
+	CGO_ENABLED=1 $(GO) test -race -count=1 -shuffle=on ./...
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzMarkdownContract$$' -fuzztime $(FUZZTIME) ./artifact/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseSubmission$$' -fuzztime $(FUZZTIME) ./execsvc/
+
+# Benchmarks: run them where creating files is cheap (TMPDIR on a normal
+# directory) and compare runs with benchstat.
+bench:
+	$(GO) test -run '^$$' -bench . -count 10 ./engine/
+
+build:
+	CGO_ENABLED=0 $(GO) build -o agentrunner ./cmd/agentrunner
