@@ -2,6 +2,8 @@ package config
 
 import (
 	"errors"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -73,7 +75,7 @@ func TestValidConfigGetsDefaults(t *testing.T) {
 		ExecTimeout: c.ExecutionService.Timeout.D(), MaxMessages: c.Mailbox.MaxMessages,
 		PlanProvider: c.Agents["plan"].Provider, ReportProvider: c.Agents["report"].Provider,
 		PlanTimeout: c.Agents["plan"].Timeout.D(), ReportTimeout: c.Agents["report"].Timeout.D(),
-		Providers: sortedKeys(c.Providers),
+		Providers: slices.Sorted(maps.Keys(c.Providers)),
 	}
 	want := summary{
 		Artifacts: "./artifacts", State: "artifacts/state.db", Tools: "tools.md", Listen: "127.0.0.1:8080",

@@ -2,12 +2,12 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/agentrunner/agentrunner/statemachine"
@@ -31,15 +31,6 @@ func (v *validator) add(key, format string, args ...any) {
 	v.problems = append(v.problems, Problem{Where: v.c.Where(key), Key: key, Message: fmt.Sprintf(format, args...)})
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
 // validate checks everything that can be checked without reading other
 // files; the workspace package checks the files the configuration names.
 func (c *Config) validate() Problems {
@@ -50,10 +41,10 @@ func (c *Config) validate() Problems {
 	if c.State.Driver != DefaultStateDriver {
 		v.add("state.driver", "unknown driver %q (supported: sqlite)", c.State.Driver)
 	}
-	for _, name := range sortedKeys(c.Providers) {
+	for _, name := range slices.Sorted(maps.Keys(c.Providers)) {
 		v.provider(name, c.Providers[name])
 	}
-	for _, name := range sortedKeys(c.Agents) {
+	for _, name := range slices.Sorted(maps.Keys(c.Agents)) {
 		v.agent(name, c.Agents[name])
 	}
 	v.pipeline()
@@ -98,7 +89,7 @@ func (v *validator) provider(name string, p *Provider) {
 	default:
 		v.add(key+".kind", "unknown kind %q (supported: mock, process)", p.Kind)
 	}
-	for _, k := range sortedKeys(p.Env) {
+	for _, k := range slices.Sorted(maps.Keys(p.Env)) {
 		if !envNamePattern.MatchString(k) {
 			v.add(key+".env", "%q is not a valid environment variable name", k)
 		}
@@ -140,7 +131,7 @@ func (v *validator) agent(name string, a *Agent) {
 	case a.Provider == "":
 		v.add(key+".provider", "is required (set it here or in defaults.provider)")
 	case v.c.Providers[a.Provider] == nil:
-		v.add(key+".provider", "unknown provider %q (defined: %s)", a.Provider, strings.Join(sortedKeys(v.c.Providers), ", "))
+		v.add(key+".provider", "unknown provider %q (defined: %s)", a.Provider, strings.Join(slices.Sorted(maps.Keys(v.c.Providers)), ", "))
 	}
 	if a.Timeout <= 0 {
 		v.add(key+".timeout", "must be positive")
@@ -199,7 +190,7 @@ func (v *validator) pipeline() {
 		v.add("pipeline.start", "is required: the first step of a cycle")
 	}
 	next := map[string]string{}
-	for _, id := range sortedKeys(p.Steps) {
+	for _, id := range slices.Sorted(maps.Keys(p.Steps)) {
 		s := p.Steps[id]
 		key := "pipeline.steps." + id
 		if !namePattern.MatchString(id) {
@@ -321,7 +312,7 @@ func (v *validator) dataflow(order []string) {
 		}
 		producedBy[a.Output.File] = id
 	}
-	for _, name := range sortedKeys(c.Agents) {
+	for _, name := range slices.Sorted(maps.Keys(c.Agents)) {
 		for i, in := range c.Agents[name].Inputs {
 			if in.History != nil && producedBy[in.Artifact] == "" {
 				v.add(fmt.Sprintf("agents.%s.inputs[%d].artifact", name, i), "no step produces %q", in.Artifact)

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -42,21 +41,7 @@ type fixture struct {
 
 func writeExample(t *testing.T, dir string) {
 	t.Helper()
-	err := fs.WalkDir(crypton.Files, ".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := crypton.Files.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		dst := filepath.Join(dir, path)
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return err
-		}
-		return os.WriteFile(dst, data, 0o644)
-	})
-	if err != nil {
+	if _, err := crypton.Write(dir, true); err != nil {
 		t.Fatal(err)
 	}
 }

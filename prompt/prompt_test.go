@@ -2,7 +2,6 @@ package prompt
 
 import (
 	"flag"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,21 +27,7 @@ const root = "/srv/crypton/artifacts"
 func loadExample(t *testing.T) *workspace.Workspace {
 	t.Helper()
 	dir := t.TempDir()
-	err := fs.WalkDir(crypton.Files, ".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		dst := filepath.Join(dir, filepath.FromSlash(path))
-		if d.IsDir() {
-			return os.MkdirAll(dst, 0o755)
-		}
-		data, err := fs.ReadFile(crypton.Files, path)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(dst, data, 0o644)
-	})
-	if err != nil {
+	if _, err := crypton.Write(dir, true); err != nil {
 		t.Fatalf("write example workspace: %v", err)
 	}
 	cfg, err := config.Load(filepath.Join(dir, config.FileName))

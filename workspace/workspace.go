@@ -8,10 +8,10 @@ package workspace
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -48,7 +48,7 @@ type Agent struct {
 
 // Producer returns the agent whose output is the artifact file, if any.
 func (w *Workspace) Producer(file string) *Agent {
-	for _, name := range sortedKeys(w.Agents) {
+	for _, name := range slices.Sorted(maps.Keys(w.Agents)) {
 		if a := w.Agents[name]; a.Output.File == file {
 			return a
 		}
@@ -97,14 +97,14 @@ func Load(cfg *config.Config) (*Workspace, error) {
 	}
 	w := &Workspace{Config: cfg, Layout: Layout{Root: root}, Machine: m, Agents: map[string]*Agent{}}
 
-	for _, name := range sortedKeys(cfg.Agents) {
+	for _, name := range slices.Sorted(maps.Keys(cfg.Agents)) {
 		if slices.Contains(ReservedNames, name) {
 			l.add("agents."+name, "%q is reserved for a folder of the artifacts dir; choose another agent name", name)
 		}
 		w.Agents[name] = l.agent(name, cfg.Agents[name])
 	}
 	w.Tools = l.tools(cfg)
-	for _, name := range sortedKeys(cfg.Agents) {
+	for _, name := range slices.Sorted(maps.Keys(cfg.Agents)) {
 		if cfg.Agents[name].Memory && w.MemoryTemplate == nil {
 			w.MemoryTemplate = l.read("memory_template", cfg.MemoryTemplate)
 		}
@@ -157,7 +157,7 @@ func (l *loader) checkJSONTemplate(key string, a *Agent) {
 // "## <tool>" section there (FR-149).
 func (l *loader) tools(cfg *config.Config) map[string]string {
 	var used []string
-	for _, name := range sortedKeys(cfg.Agents) {
+	for _, name := range slices.Sorted(maps.Keys(cfg.Agents)) {
 		used = append(used, cfg.Agents[name].Tools...)
 	}
 	if len(used) == 0 {
@@ -173,7 +173,7 @@ func (l *loader) tools(cfg *config.Config) map[string]string {
 			sections[strings.TrimSpace(s.Title)] = strings.TrimSpace(string(data[s.Start:s.End]))
 		}
 	}
-	for _, name := range sortedKeys(cfg.Agents) {
+	for _, name := range slices.Sorted(maps.Keys(cfg.Agents)) {
 		for i, t := range cfg.Agents[name].Tools {
 			if _, ok := sections[t]; !ok {
 				l.add(fmt.Sprintf("agents.%s.tools[%d]", name, i), "tool %q has no \"## %s\" section in %s", t, t, cfg.ToolsFile)
@@ -186,7 +186,7 @@ func (l *loader) tools(cfg *config.Config) map[string]string {
 // deliveries checks that each section a delivery quotes is a section of the
 // producing agent's template, so the quote can never come up empty.
 func (l *loader) deliveries(w *Workspace) {
-	for _, id := range sortedKeys(w.Config.Pipeline.Steps) {
+	for _, id := range slices.Sorted(maps.Keys(w.Config.Pipeline.Steps)) {
 		s := w.Config.Pipeline.Steps[id]
 		a := w.Agents[s.Agent]
 		if a == nil || a.Template == nil {
@@ -201,13 +201,4 @@ func (l *loader) deliveries(w *Workspace) {
 			}
 		}
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -3,7 +3,6 @@ package workspace_test
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,21 +22,7 @@ import (
 func writeExample(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	err := fs.WalkDir(crypton.Files, ".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		dst := filepath.Join(dir, filepath.FromSlash(path))
-		if d.IsDir() {
-			return os.MkdirAll(dst, 0o755)
-		}
-		data, err := fs.ReadFile(crypton.Files, path)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(dst, data, 0o644)
-	})
-	if err != nil {
+	if _, err := crypton.Write(dir, true); err != nil {
 		t.Fatalf("write example workspace: %v", err)
 	}
 	return filepath.Join(dir, config.FileName)

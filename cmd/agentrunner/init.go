@@ -3,10 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/agentrunner/agentrunner/examples/crypton"
 	"github.com/spf13/cobra"
@@ -36,42 +32,13 @@ func newInitCommand() *cobra.Command {
 	return cmd
 }
 
-// writeExample writes the embedded example workspace into dir. Without
-// overwrite it refuses, before writing anything, if any file exists.
+// writeExample writes the embedded example workspace into dir; existing
+// files are a usage error unless overwrite.
 func writeExample(dir string, overwrite bool) ([]string, error) {
-	var files []string
-	err := fs.WalkDir(crypton.Files, ".", func(path string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			files = append(files, path)
-		}
-		return err
-	})
-	if err != nil {
-		return nil, err
+	files, err := crypton.Write(dir, overwrite)
+	var exists *crypton.ExistsError
+	if errors.As(err, &exists) {
+		return nil, usageError(err)
 	}
-	if !overwrite {
-		var existing []string
-		for _, f := range files {
-			if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
-				existing = append(existing, f)
-			}
-		}
-		if len(existing) > 0 {
-			return nil, usageError(fmt.Errorf("%s already has %s; use --force to overwrite", dir, strings.Join(existing, ", ")))
-		}
-	}
-	for _, f := range files {
-		data, err := crypton.Files.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
-		dst := filepath.Join(dir, filepath.FromSlash(f))
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return nil, err
-		}
-		if err := os.WriteFile(dst, data, 0o644); err != nil {
-			return nil, errors.Join(fmt.Errorf("write %s", dst), err)
-		}
-	}
-	return files, nil
+	return files, err
 }

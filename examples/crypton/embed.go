@@ -2,10 +2,68 @@
 // which `agentrunner init` and `agentrunner demo` write out.
 package crypton
 
-import "embed"
+import (
+	"embed"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
 
 // Files is the workspace: agentrunner.yaml, tools.md, agent_prompts/ and
 // output_templates/.
 //
 //go:embed agentrunner.yaml tools.md agent_prompts output_templates
 var Files embed.FS
+
+// ExistsError lists the files Write would have overwritten.
+type ExistsError struct {
+	Dir   string
+	Files []string
+}
+
+func (e *ExistsError) Error() string {
+	return fmt.Sprintf("%s already has %s; use --force to overwrite", e.Dir, strings.Join(e.Files, ", "))
+}
+
+// Write writes the workspace into dir and returns the files it wrote.
+// Without overwrite it writes nothing if any of them exists, and returns an
+// *ExistsError naming them.
+func Write(dir string, overwrite bool) ([]string, error) {
+	var files []string
+	err := fs.WalkDir(Files, ".", func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			files = append(files, path)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !overwrite {
+		var existing []string
+		for _, f := range files {
+			if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+				existing = append(existing, f)
+			}
+		}
+		if len(existing) > 0 {
+			return nil, &ExistsError{Dir: dir, Files: existing}
+		}
+	}
+	for _, f := range files {
+		data, err := Files.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		dst := filepath.Join(dir, filepath.FromSlash(f))
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(dst, data, 0o644); err != nil {
+			return nil, fmt.Errorf("write %s: %w", dst, err)
+		}
+	}
+	return files, nil
+}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,21 +26,7 @@ const cycleID = "20260221_140000"
 func exampleConfig(t *testing.T) *config.Config {
 	t.Helper()
 	dir := t.TempDir()
-	err := fs.WalkDir(crypton.Files, ".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		dst := filepath.Join(dir, filepath.FromSlash(path))
-		if d.IsDir() {
-			return os.MkdirAll(dst, 0o755)
-		}
-		data, err := fs.ReadFile(crypton.Files, path)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(dst, data, 0o644)
-	})
-	if err != nil {
+	if _, err := crypton.Write(dir, true); err != nil {
 		t.Fatalf("write example workspace: %v", err)
 	}
 	cfg, err := config.Load(filepath.Join(dir, config.FileName))
@@ -190,7 +175,7 @@ func faultOn(fault mock.Fault) mock.Options {
 
 func assertNoOutput(t *testing.T, inv *agentrunner.Invocation) {
 	t.Helper()
-	if _, err := os.Stat(inv.OutputPath); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(inv.OutputPath); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("output %s exists (stat: %v), want none", filepath.Base(inv.OutputPath), err)
 	}
 }
