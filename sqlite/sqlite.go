@@ -32,8 +32,8 @@ var migrations embed.FS
 // Store is the SQLite implementation of agentrunner.Store.
 type Store struct {
 	write   *sql.DB
+	w       writer
 	read    *sql.DB
-	stmts   statements
 	commits atomic.Int64
 }
 
@@ -65,10 +65,12 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		write.Close()
 		return nil, fmt.Errorf("state database %s: %w", path, err)
 	}
-	if err := s.prepare(ctx); err != nil {
+	conn, err := write.Conn(ctx)
+	if err != nil {
 		write.Close()
 		return nil, fmt.Errorf("state database %s: %w", path, err)
 	}
+	s.w = writer{conn: conn, stmts: map[string]*sql.Stmt{}}
 	read, err := sql.Open("sqlite", dsn(path, append(common, "query_only(1)")...))
 	if err != nil {
 		write.Close()
@@ -79,9 +81,14 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	return s, nil
 }
 
-// Close closes both connection pools.
+// Close closes the connections.
 func (s *Store) Close() error {
-	return errors.Join(s.read.Close(), s.write.Close())
+	s.w.mu.Lock()
+	defer s.w.mu.Unlock()
+	for _, stmt := range s.w.stmts {
+		stmt.Close()
+	}
+	return errors.Join(s.read.Close(), s.w.conn.Close(), s.write.Close())
 }
 
 // Commits returns how many write transactions have committed; benchmarks

@@ -34,8 +34,7 @@ func decodeTime(s sql.NullString) (time.Time, error) {
 	return t, nil
 }
 
-// The statements of Apply, prepared once on the write connection: parsing
-// SQL is most of the CPU a commit costs.
+// The statements of Apply.
 const (
 	sqlState = `SELECT COALESCE(
 		(SELECT step FROM cycles WHERE status = 'running'),
@@ -66,55 +65,62 @@ const (
 	sqlDelivered = `UPDATE outbox SET delivered_at = ?, response = ?, attempts = attempts + 1 WHERE key = ?`
 )
 
-type statements struct {
-	state, upsertCycle, insertOutbox, delivered *sql.Stmt
-	// attempts and events are multi-row statements by row count; one
-	// statement per change beats one per row.
-	mu               sync.Mutex
-	attempts, events map[int]*sql.Stmt
+// writer is the one connection every write goes through, held for the
+// store's life. Transactions are driven with prepared BEGIN IMMEDIATE and
+// COMMIT statements, and every statement is prepared once: parsing SQL is
+// most of the CPU a commit costs with this driver.
+type writer struct {
+	mu    sync.Mutex
+	conn  *sql.Conn
+	stmts map[string]*sql.Stmt
+}
+
+// exec runs a statement on the write connection; the caller holds mu.
+func (w *writer) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	stmt, ok := w.stmts[query]
+	if !ok {
+		var err error
+		if stmt, err = w.conn.PrepareContext(ctx, query); err != nil {
+			return nil, fmt.Errorf("prepare: %w", err)
+		}
+		w.stmts[query] = stmt
+	}
+	return stmt.ExecContext(ctx, args...)
+}
+
+// queryRow runs a one-row query on the write connection; the caller holds mu.
+func (w *writer) queryRow(ctx context.Context, query string, dst ...any) error {
+	stmt, ok := w.stmts[query]
+	if !ok {
+		var err error
+		if stmt, err = w.conn.PrepareContext(ctx, query); err != nil {
+			return fmt.Errorf("prepare: %w", err)
+		}
+		w.stmts[query] = stmt
+	}
+	return stmt.QueryRowContext(ctx).Scan(dst...)
 }
 
 // maxRows bounds the rows of one multi-row statement, far below SQLite's
 // limit on bound parameters.
 const maxRows = 64
 
-// prepareRows prepares the statements execRows needs for n rows: one of
-// maxRows rows and one of the remainder.
-func (s *Store) prepareRows(ctx context.Context, cache *map[int]*sql.Stmt, query string, n int) error {
-	s.stmts.mu.Lock()
-	defer s.stmts.mu.Unlock()
-	cols := strings.Count(query[:strings.Index(query, "VALUES")], ",") + 1
-	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", cols), ", ") + ")"
-	for _, size := range []int{min(n, maxRows), n % maxRows} {
-		if size == 0 || (*cache)[size] != nil {
-			continue
-		}
-		values := strings.TrimSuffix(strings.Repeat(row+", ", size), ", ")
-		stmt, err := s.write.PrepareContext(ctx, fmt.Sprintf(query, values))
-		if err != nil {
-			return fmt.Errorf("prepare: %w", err)
-		}
-		(*cache)[size] = stmt
-	}
-	return nil
-}
-
-// execRows inserts rows with the prepared multi-row statements, maxRows at
-// a time, and returns the rowid of each row. With one writer, the rows of
-// one statement get consecutive rowids.
-func (s *Store) execRows(ctx context.Context, tx *sql.Tx, cache map[int]*sql.Stmt, rows [][]any) ([]int64, error) {
+// execRows inserts rows with a multi-row statement (query has %s where its
+// VALUES go), maxRows at a time: one statement per change beats one per
+// row. It returns the rowid of each row; with one writer, the rows of one
+// statement get consecutive rowids.
+func (w *writer) execRows(ctx context.Context, query string, rows [][]any) ([]int64, error) {
 	ids := make([]int64, 0, len(rows))
+	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(rows[0])), ", ") + ")"
 	for len(rows) > 0 {
 		chunk := rows[:min(len(rows), maxRows)]
 		rows = rows[len(chunk):]
-		s.stmts.mu.Lock()
-		stmt := cache[len(chunk)]
-		s.stmts.mu.Unlock()
-		var args []any
+		args := make([]any, 0, len(chunk)*len(chunk[0]))
 		for _, r := range chunk {
 			args = append(args, r...)
 		}
-		res, err := tx.StmtContext(ctx, stmt).ExecContext(ctx, args...)
+		values := strings.TrimSuffix(strings.Repeat(row+", ", len(chunk)), ", ")
+		res, err := w.exec(ctx, fmt.Sprintf(query, values), args...)
 		if err != nil {
 			return nil, err
 		}
@@ -129,45 +135,24 @@ func (s *Store) execRows(ctx context.Context, tx *sql.Tx, cache map[int]*sql.Stm
 	return ids, nil
 }
 
-func (s *Store) prepare(ctx context.Context) error {
-	s.stmts.attempts, s.stmts.events = map[int]*sql.Stmt{}, map[int]*sql.Stmt{}
-	for _, p := range []struct {
-		dst **sql.Stmt
-		sql string
-	}{
-		{&s.stmts.state, sqlState}, {&s.stmts.upsertCycle, sqlUpsertCycle},
-		{&s.stmts.insertOutbox, sqlInsertOutbox}, {&s.stmts.delivered, sqlDelivered},
-	} {
-		stmt, err := s.write.PrepareContext(ctx, p.sql)
-		if err != nil {
-			return fmt.Errorf("prepare: %w", err)
-		}
-		*p.dst = stmt
-	}
-	return nil
-}
-
 // Apply commits a change in one IMMEDIATE transaction.
 func (s *Store) Apply(ctx context.Context, ch *agentrunner.Change) (err error) {
-	// Prepare before the transaction takes the one write connection.
-	if err := s.prepareRows(ctx, &s.stmts.attempts, sqlUpsertAttempts, len(ch.Attempts)); err != nil {
-		return err
-	}
-	if err := s.prepareRows(ctx, &s.stmts.events, sqlInsertEvents, len(ch.Events)); err != nil {
-		return err
-	}
-	tx, err := s.write.BeginTx(ctx, nil)
-	if err != nil {
+	w := &s.w
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, err := w.exec(ctx, "BEGIN IMMEDIATE"); err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
 	defer func() {
 		if err != nil {
-			tx.Rollback()
+			// The transaction may already be gone (an interrupted statement
+			// rolls it back); then ROLLBACK fails harmlessly.
+			w.exec(context.Background(), "ROLLBACK")
 		}
 	}()
 	if ch.From != "" {
 		var state string
-		if err := tx.StmtContext(ctx, s.stmts.state).QueryRowContext(ctx).Scan(&state); err != nil {
+		if err := w.queryRow(ctx, sqlState, &state); err != nil {
 			return fmt.Errorf("read current state: %w", err)
 		}
 		if agentrunner.State(state) != ch.From {
@@ -175,7 +160,7 @@ func (s *Store) Apply(ctx context.Context, ch *agentrunner.Change) (err error) {
 		}
 	}
 	if c := ch.Cycle; c != nil {
-		_, err = tx.StmtContext(ctx, s.stmts.upsertCycle).ExecContext(ctx,
+		_, err = w.exec(ctx, sqlUpsertCycle,
 			c.ID, c.Pipeline, string(c.Status), c.Step, c.LastCompletedStep, c.Dir,
 			encodeTime(c.StartedAt), encodeTime(c.EndedAt), c.Error)
 		if err != nil {
@@ -192,7 +177,7 @@ func (s *Store) Apply(ctx context.Context, ch *agentrunner.Change) (err error) {
 			rows[i] = []any{a.CycleID, a.Step, a.Number, a.Agent, string(a.Status), string(a.ErrorClass), a.Error,
 				encodeTime(a.NotBefore), encodeTime(a.StartedAt), encodeTime(a.EndedAt), exit, a.OutputPath, a.Dir}
 		}
-		if _, err = s.execRows(ctx, tx, s.stmts.attempts, rows); err != nil {
+		if _, err = w.execRows(ctx, sqlUpsertAttempts, rows); err != nil {
 			return translate(err, fmt.Sprintf("attempts of cycle %s", ch.Attempts[0].CycleID))
 		}
 	}
@@ -211,7 +196,7 @@ func (s *Store) Apply(ctx context.Context, ch *agentrunner.Change) (err error) {
 			}
 			rows[i] = []any{encodeTime(e.Timestamp), e.Type, e.Agent, e.Step, e.CycleID, string(level), string(details)}
 		}
-		ids, err := s.execRows(ctx, tx, s.stmts.events, rows)
+		ids, err := w.execRows(ctx, sqlInsertEvents, rows)
 		if err != nil {
 			return translate(err, "events")
 		}
@@ -220,13 +205,12 @@ func (s *Store) Apply(ctx context.Context, ch *agentrunner.Change) (err error) {
 		}
 	}
 	for _, m := range ch.Outbox {
-		_, err = tx.StmtContext(ctx, s.stmts.insertOutbox).ExecContext(ctx, m.Key, m.Kind, m.CycleID, m.Payload, encodeTime(m.CreatedAt))
-		if err != nil {
+		if _, err = w.exec(ctx, sqlInsertOutbox, m.Key, m.Kind, m.CycleID, m.Payload, encodeTime(m.CreatedAt)); err != nil {
 			return translate(err, "outbox "+m.Key)
 		}
 	}
 	for _, m := range ch.Delivered {
-		res, err := tx.StmtContext(ctx, s.stmts.delivered).ExecContext(ctx, encodeTime(m.DeliveredAt), m.Response, m.Key)
+		res, err := w.exec(ctx, sqlDelivered, encodeTime(m.DeliveredAt), m.Response, m.Key)
 		if err != nil {
 			return translate(err, "outbox "+m.Key)
 		}
@@ -234,7 +218,7 @@ func (s *Store) Apply(ctx context.Context, ch *agentrunner.Change) (err error) {
 			return agentrunner.Errorf(agentrunner.ENOTFOUND, "outbox message %q not found", m.Key)
 		}
 	}
-	if err = tx.Commit(); err != nil {
+	if _, err = w.exec(ctx, "COMMIT"); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
 	s.commits.Add(1)
@@ -422,7 +406,9 @@ func (s *Store) OutboxMessage(ctx context.Context, key string) (*agentrunner.Out
 
 // RecordOutboxFailure counts a failed delivery and keeps its reason.
 func (s *Store) RecordOutboxFailure(ctx context.Context, key, reason string) error {
-	res, err := s.write.ExecContext(ctx, `UPDATE outbox SET attempts = attempts + 1, last_error = ? WHERE key = ?`, reason, key)
+	s.w.mu.Lock()
+	defer s.w.mu.Unlock()
+	res, err := s.w.exec(ctx, `UPDATE outbox SET attempts = attempts + 1, last_error = ? WHERE key = ?`, reason, key)
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,7 @@ CREATE TABLE cycles (
     started_at          TEXT NOT NULL,
     ended_at            TEXT,
     error               TEXT NOT NULL DEFAULT ''
-);
+) WITHOUT ROWID;
 
 -- At most one cycle runs at a time in a workspace.
 CREATE UNIQUE INDEX cycles_one_running ON cycles (status) WHERE status = 'running';
@@ -33,9 +33,11 @@ CREATE TABLE attempts (
     PRIMARY KEY (cycle_id, step, number)
 );
 
--- The event log of FR-057.
+-- The event log of FR-057. Ids only grow: events are pruned from the
+-- oldest, so the newest id is never freed for reuse (and no AUTOINCREMENT
+-- bookkeeping is written on every commit).
 CREATE TABLE events (
-    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    id         INTEGER PRIMARY KEY,
     timestamp  TEXT NOT NULL,
     event_type TEXT NOT NULL,
     agent      TEXT NOT NULL DEFAULT '',
