@@ -235,7 +235,8 @@ type Server struct {
 }
 
 // Load reads, decodes, overrides from the environment, fills in defaults and
-// validates the configuration at path. Any problem makes it return Problems.
+// validates the configuration at path. Any problem makes it return Problems
+// (see Parse for when the Config comes with them).
 func Load(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -246,6 +247,10 @@ func Load(path string) (*Config, error) {
 
 // Parse is Load for a configuration already in memory; lookupEnv is how
 // environment overrides are read (os.LookupEnv, or a map in tests).
+//
+// When the file decodes but breaks validation rules, Parse returns the
+// Config (with defaults) together with the Problems, so that a checker can
+// go on to check the files it names; a runner must not use it.
 func Parse(path string, data []byte, lookupEnv func(string) (string, bool)) (*Config, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -269,7 +274,7 @@ func Parse(path string, data []byte, lookupEnv func(string) (string, bool)) (*Co
 	}
 	cfg.WithDefaults()
 	if ps := cfg.validate(); len(ps) > 0 {
-		return nil, ps
+		return cfg, ps
 	}
 	return cfg, nil
 }

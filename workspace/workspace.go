@@ -66,7 +66,11 @@ func (l *loader) add(key, format string, args ...any) {
 }
 
 // read returns a file named by the configuration key, or records why not.
+// An empty path was already reported by the configuration's validation.
 func (l *loader) read(key, path string) []byte {
+	if path == "" {
+		return nil
+	}
 	abs := l.cfg.Abs(path)
 	data, err := os.ReadFile(abs)
 	switch {
@@ -91,25 +95,27 @@ func Load(cfg *config.Config) (*Workspace, error) {
 	if err != nil {
 		return nil, config.Problems{{Where: cfg.Where("artifacts_dir"), Key: "artifacts_dir", Message: err.Error()}}
 	}
-	m, err := cfg.Machine()
-	if err != nil {
-		return nil, config.Problems{{Where: cfg.Where("pipeline"), Key: "pipeline", Message: err.Error()}}
-	}
-	w := &Workspace{Config: cfg, Layout: Layout{Root: root}, Machine: m, Agents: map[string]*Agent{}}
-
+	w := &Workspace{Config: cfg, Layout: Layout{Root: root}, Agents: map[string]*Agent{}}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Agents)) {
 		if slices.Contains(ReservedNames, name) {
 			l.add("agents."+name, "%q is reserved for a folder of the artifacts dir; choose another agent name", name)
 		}
-		w.Agents[name] = l.agent(name, cfg.Agents[name])
+		if a := cfg.Agents[name]; a != nil {
+			w.Agents[name] = l.agent(name, a)
+		}
 	}
 	w.Tools = l.tools(cfg)
-	for _, name := range slices.Sorted(maps.Keys(cfg.Agents)) {
-		if cfg.Agents[name].Memory && w.MemoryTemplate == nil {
+	for _, a := range w.Agents {
+		if a.Memory && w.MemoryTemplate == nil {
 			w.MemoryTemplate = l.read("memory_template", cfg.MemoryTemplate)
 		}
 	}
 	l.deliveries(w)
+	// A configuration that failed validation still gets its files checked
+	// (validate reports everything at once); its graph may be broken.
+	if w.Machine, err = cfg.Machine(); err != nil {
+		l.add("pipeline", "%v", err)
+	}
 	if len(l.problems) > 0 {
 		return nil, l.problems
 	}
@@ -157,8 +163,10 @@ func (l *loader) checkJSONTemplate(key string, a *Agent) {
 // "## <tool>" section there (FR-149).
 func (l *loader) tools(cfg *config.Config) map[string]string {
 	var used []string
-	for _, name := range slices.Sorted(maps.Keys(cfg.Agents)) {
-		used = append(used, cfg.Agents[name].Tools...)
+	for _, a := range cfg.Agents {
+		if a != nil {
+			used = append(used, a.Tools...)
+		}
 	}
 	if len(used) == 0 {
 		return map[string]string{}
@@ -174,6 +182,9 @@ func (l *loader) tools(cfg *config.Config) map[string]string {
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Agents)) {
+		if cfg.Agents[name] == nil {
+			continue
+		}
 		for i, t := range cfg.Agents[name].Tools {
 			if _, ok := sections[t]; !ok {
 				l.add(fmt.Sprintf("agents.%s.tools[%d]", name, i), "tool %q has no \"## %s\" section in %s", t, t, cfg.ToolsFile)
@@ -188,6 +199,9 @@ func (l *loader) tools(cfg *config.Config) map[string]string {
 func (l *loader) deliveries(w *Workspace) {
 	for _, id := range slices.Sorted(maps.Keys(w.Config.Pipeline.Steps)) {
 		s := w.Config.Pipeline.Steps[id]
+		if s == nil {
+			continue
+		}
 		a := w.Agents[s.Agent]
 		if a == nil || a.Template == nil {
 			continue

@@ -441,3 +441,23 @@ func TestRequireLoopback(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateReportsConfigurationAndFileProblemsTogether: a configuration
+// that breaks a rule still gets its files checked, so one run lists both.
+func TestValidateReportsConfigurationAndFileProblemsTogether(t *testing.T) {
+	dir := cliExample(t)
+	cfg := cliConfigPath(dir)
+	cliEdit(t, cfg, "    timeout: 15m\n", "    timeout: 0s\n")
+	if err := os.Remove(filepath.Join(dir, "agent_prompts/evaluation_agent.md")); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := cliRun(t, "validate", "-c", cfg)
+	if code != exitFailure {
+		t.Errorf("exit %d, want %d", code, exitFailure)
+	}
+	for _, want := range []string{"agents.synthesis.timeout: must be positive", "agents.evaluation.identity: file agent_prompts/evaluation_agent.md does not exist"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentrunner/agentrunner"
 	arhttp "github.com/agentrunner/agentrunner/http"
+	"github.com/agentrunner/agentrunner/workspace"
 	"github.com/spf13/cobra"
 )
 
@@ -27,7 +28,11 @@ the cycle completed. Without --once it runs cycles on schedule until interrupted
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 			p := &progress{w: cmd.OutOrStdout()}
-			r, err := prepare(cmd.Context(), path, log, p.onEvent)
+			ws, err := loadWorkspace(path)
+			if err != nil {
+				return err
+			}
+			r, err := prepare(cmd.Context(), ws, log, p.onEvent)
 			if err != nil {
 				return err
 			}
@@ -47,12 +52,8 @@ the cycle completed. Without --once it runs cycles on schedule until interrupted
 	return cmd
 }
 
-// prepare loads, checks and opens a workspace for running.
-func prepare(ctx context.Context, path string, log *slog.Logger, onEvent func(*agentrunner.Event)) (*runner, error) {
-	ws, err := loadWorkspace(path)
-	if err != nil {
-		return nil, err
-	}
+// prepare opens a loaded workspace for running.
+func prepare(ctx context.Context, ws *workspace.Workspace, log *slog.Logger, onEvent func(*agentrunner.Event)) (*runner, error) {
 	exec, err := buildExec(ws.Config)
 	if err != nil {
 		return nil, err
@@ -86,15 +87,19 @@ GET /api/status and GET /health/live on server.listen. Logs are JSON lines on st
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), nil))
-			r, err := prepare(cmd.Context(), path, log, nil)
+			ws, err := loadWorkspace(path)
+			if err != nil {
+				return err
+			}
+			listen := ws.Config.Server.Listen
+			if err := requireLoopback(listen); err != nil {
+				return usageError(err)
+			}
+			r, err := prepare(cmd.Context(), ws, log, nil)
 			if err != nil {
 				return err
 			}
 			defer r.Close()
-			listen := r.ws.Config.Server.Listen
-			if err := requireLoopback(listen); err != nil {
-				return usageError(err)
-			}
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
 				return failureError(fmt.Errorf("listen on %s: %w", listen, err))

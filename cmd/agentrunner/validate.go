@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentrunner/agentrunner"
 	"github.com/agentrunner/agentrunner/config"
+	"github.com/agentrunner/agentrunner/workspace"
 	"github.com/spf13/cobra"
 )
 
@@ -19,20 +20,27 @@ func newValidateCommand() *cobra.Command {
 template and JSON Schema, and reports every problem it finds. Exit status 1 if any.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ws, err := loadWorkspace(path)
+			cfg, err := config.Load(path)
 			var problems config.Problems
-			if errors.As(err, &problems) {
-				return failureError(problems)
-			}
-			if err != nil {
+			if err != nil && !errors.As(err, &problems) {
 				return failureError(err)
 			}
-			_, rp := buildRuntimes(ws.Config, agentrunner.SystemClock{})
+			if cfg == nil { // the file does not decode: nothing more can be checked
+				return failureError(problems)
+			}
+			ws, err := workspace.Load(cfg)
+			var files config.Problems
+			if errors.As(err, &files) {
+				problems = append(problems, files...)
+			} else if err != nil {
+				return failureError(err)
+			}
+			_, rp := buildRuntimes(cfg, agentrunner.SystemClock{})
 			problems = append(problems, rp...)
-			if _, err := buildExec(ws.Config); err != nil {
+			if _, err := buildExec(cfg); err != nil {
 				var ep config.Problems
 				if !errors.As(err, &ep) {
-					ep = config.Problems{{Where: ws.Config.Where("execution_service"), Key: "execution_service", Message: err.Error()}}
+					ep = config.Problems{{Where: cfg.Where("execution_service"), Key: "execution_service", Message: err.Error()}}
 				}
 				problems = append(problems, ep...)
 			}

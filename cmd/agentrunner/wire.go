@@ -42,6 +42,9 @@ func buildRuntimes(cfg *config.Config, clock agentrunner.Clock) (map[string]agen
 	sort.Strings(names)
 	for _, name := range names {
 		p := cfg.Providers[name]
+		if p == nil {
+			continue // reported by the configuration's validation
+		}
 		switch p.Kind {
 		case config.ProviderMock:
 			runtimes[name] = mock.New(mock.Options{Now: clock.Now})
