@@ -40,6 +40,11 @@ type Config struct {
 	Mailbox          Mailbox           `yaml:"mailbox"`
 	ExecutionService ExecutionService  `yaml:"execution_service"`
 	Server           Server            `yaml:"server"`
+	// Tools declares the tools agents may call (FR-102).
+	Tools map[string]*Tool `yaml:"tools"`
+	// MCPServers are external MCP servers whose tools are imported.
+	MCPServers map[string]*MCPServer `yaml:"mcp_servers"`
+	Budgets    Budgets               `yaml:"budgets"`
 
 	// Path is the file the configuration was read from.
 	Path string `yaml:"-"`
@@ -69,12 +74,23 @@ type Provider struct {
 	Env map[string]string `yaml:"env"`
 	// KillGrace is the time between SIGTERM and SIGKILL on timeout.
 	KillGrace Duration `yaml:"kill_grace"`
+	// BaseURL of an openai or anthropic provider; default from
+	// OPENAI_BASE_URL or ANTHROPIC_BASE_URL, else the vendor's API. Any
+	// OpenAI-compatible server (Ollama, vLLM, llama.cpp) works.
+	BaseURL string `yaml:"base_url"`
+	// APIKeyEnv names the variable holding the API key; default
+	// OPENAI_API_KEY or ANTHROPIC_API_KEY.
+	APIKeyEnv string `yaml:"api_key_env"`
+	// RequestTimeout bounds one HTTP request to the provider.
+	RequestTimeout Duration `yaml:"request_timeout"`
 }
 
 // Provider kinds.
 const (
-	ProviderMock    = "mock"
-	ProviderProcess = "process"
+	ProviderMock      = "mock"
+	ProviderProcess   = "process"
+	ProviderOpenAI    = "openai"
+	ProviderAnthropic = "anthropic"
 )
 
 // Retries is a retry policy (FR-045/046).
@@ -88,8 +104,16 @@ type Retries struct {
 // AgentDefaults are inherited by every agent.
 type AgentDefaults struct {
 	Provider string   `yaml:"provider"`
+	Model    string   `yaml:"model"`
 	Timeout  Duration `yaml:"timeout"`
 	Retries  Retries  `yaml:"retries"`
+	// MaxTurns bounds the model turns of one attempt.
+	MaxTurns int `yaml:"max_turns"`
+	// MaxTokens bounds one model response.
+	MaxTokens int `yaml:"max_tokens"`
+	// RepairTurns is how many times invalid output is sent back to the
+	// model with the validation errors before the step fails.
+	RepairTurns *int `yaml:"repair_turns"`
 }
 
 // Agent is how to run one role.
@@ -107,6 +131,20 @@ type Agent struct {
 	// Inputs are the artifacts the agent is given, in this order.
 	Inputs []Input `yaml:"inputs"`
 	Output Output  `yaml:"output"`
+
+	// For agents on a model provider (openai, anthropic):
+	// Model is the model name (FR-077).
+	Model string `yaml:"model"`
+	// Temperature of sampling; unset: the provider's default.
+	Temperature *float64 `yaml:"temperature"`
+	MaxTokens   int      `yaml:"max_tokens"`
+	MaxTurns    int      `yaml:"max_turns"`
+	RepairTurns *int     `yaml:"repair_turns"`
+	// TokenBudget bounds the tokens (input + output) of one attempt; 0: none.
+	TokenBudget int `yaml:"token_budget"`
+	// InlineInputs puts the inputs' content into the prompt instead of
+	// giving the model filesystem_read access to them.
+	InlineInputs bool `yaml:"inline_inputs"`
 
 	// Name is the agent's key in agents.
 	Name string `yaml:"-"`
@@ -227,6 +265,79 @@ type ExecutionService struct {
 	PollInterval Duration `yaml:"poll_interval"`
 	// RequestTimeout bounds one HTTP request.
 	RequestTimeout Duration `yaml:"request_timeout"`
+}
+
+// Tool declares one tool. Its kind is the built-in implementation (default:
+// the tool's name); description and parameters override the built-in ones.
+// The settings below the first block apply to some kinds only.
+type Tool struct {
+	Kind        string `yaml:"kind"`
+	Description string `yaml:"description"`
+	// Parameters is the JSON Schema of the arguments, written as YAML.
+	Parameters JSON `yaml:"parameters"`
+	// Timeout of one call; default 30s for web tools, 10s for data tools.
+	Timeout Duration `yaml:"timeout"`
+	// Retries of transient failures (timeouts, 5xx, connection errors).
+	Retries *Retries `yaml:"retries"`
+	Breaker Breaker  `yaml:"breaker"`
+
+	// BaseURL of the upstream API (web_search, current_position,
+	// technical_indicators with the binance provider).
+	BaseURL string `yaml:"base_url"`
+	// APIKeyEnv names the variable holding the upstream API key.
+	APIKeyEnv string `yaml:"api_key_env"`
+	// AllowHosts lets web_fetch reach these hosts even when they resolve to
+	// private addresses.
+	AllowHosts []string `yaml:"allow_hosts"`
+	// MaxBytes bounds a fetched body (web_fetch).
+	MaxBytes int `yaml:"max_bytes"`
+	// MaxRedirects bounds redirects (web_fetch).
+	MaxRedirects int `yaml:"max_redirects"`
+	// Binary is the program a CLI-backed tool runs (bird).
+	Binary string `yaml:"binary"`
+	// CacheTTL is how long results are reused.
+	CacheTTL Duration `yaml:"cache_ttl"`
+	// Provider of market data: binance or csv (technical_indicators).
+	Provider string `yaml:"provider"`
+	// DataDir holds CSV candles for the csv provider.
+	DataDir string `yaml:"data_dir"`
+	// EMAPeriods are the EMA lengths computed.
+	EMAPeriods []int `yaml:"ema_periods"`
+
+	// Name is the tool's key in tools.
+	Name string `yaml:"-"`
+}
+
+// Breaker is a tool's circuit breaker: it opens after Failures consecutive
+// failed calls and lets one trial call through after OpenFor.
+type Breaker struct {
+	Failures int      `yaml:"failures"`
+	OpenFor  Duration `yaml:"open_for"`
+}
+
+// MCPServer is an external MCP server: a stdio command or a streamable-HTTP
+// URL. Its tools join the registry as <prefix><tool>.
+type MCPServer struct {
+	Command []string          `yaml:"command"`
+	Env     map[string]string `yaml:"env"`
+	URL     string            `yaml:"url"`
+	// Prefix of the imported tool names; default "<server name>_".
+	Prefix string `yaml:"prefix"`
+	// Tools limits which of the server's tools are imported; empty: all.
+	Tools []string `yaml:"tools"`
+	// Timeout of one call; default 30s.
+	Timeout Duration `yaml:"timeout"`
+	// BearerEnv names the variable holding a bearer token for a URL server.
+	BearerEnv string `yaml:"bearer_env"`
+
+	// Name is the server's key in mcp_servers.
+	Name string `yaml:"-"`
+}
+
+// Budgets bound what a cycle may spend.
+type Budgets struct {
+	// CycleTokens bounds the model tokens of all attempts of one cycle; 0: none.
+	CycleTokens int `yaml:"cycle_tokens"`
 }
 
 // Server is the operator HTTP server of agentrunner serve.

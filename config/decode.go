@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"sort"
@@ -56,6 +57,11 @@ func (d Duration) String() string { return time.Duration(d).String() }
 
 var durationType = reflect.TypeOf(Duration(0))
 
+// JSON is a value written in YAML and kept as JSON, such as a JSON Schema.
+type JSON json.RawMessage
+
+var jsonType = reflect.TypeOf(JSON(nil))
+
 // decoder decodes a yaml.Node tree into Go structs strictly: unknown keys,
 // duplicate keys, wrong types and bad durations are all reported, each with
 // its position, and decoding goes on to find the rest.
@@ -110,8 +116,22 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
 		return // an empty value leaves the zero value; validation decides if it is required
 	}
-	if v.Type() == durationType {
+	switch v.Type() {
+	case durationType:
 		d.decodeDuration(n, v, path)
+		return
+	case jsonType:
+		var x any
+		if err := n.Decode(&x); err != nil {
+			d.fail(n, path, "%v", err)
+			return
+		}
+		data, err := json.Marshal(x)
+		if err != nil {
+			d.fail(n, path, "cannot be written as JSON: %v", err)
+			return
+		}
+		v.SetBytes(data)
 		return
 	}
 	switch v.Kind() {
