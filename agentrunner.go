@@ -104,6 +104,8 @@ type Attempt struct {
 	OutputPath string
 	// Dir is the attempt's scratch folder (prompt, logs, raw output).
 	Dir string
+	// Usage is what a model agent spent.
+	Usage Usage
 }
 
 // Level is the severity of an event.

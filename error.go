@@ -85,6 +85,8 @@ const (
 	ClassInvalidOutput ErrorClass = "invalid_output"
 	// ClassConfig: a missing file, a bad setting; an operator must act.
 	ClassConfig ErrorClass = "config"
+	// ClassBudget: the agent used up its token budget.
+	ClassBudget ErrorClass = "budget"
 	// ClassInternal: a bug in agentrunner.
 	ClassInternal ErrorClass = "internal"
 )

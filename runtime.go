@@ -47,6 +47,22 @@ type Invocation struct {
 	SchemaPath string
 	// Timeout is the attempt's time limit; ctx carries the same deadline.
 	Timeout time.Duration
+	// TokenBudget bounds the model tokens of this attempt: the smaller of
+	// the agent's budget and what is left of the cycle's.
+	TokenBudget TokenBudget
+	// Tools are the names of the tools the agent may call.
+	Tools []string
+	// MCPConfig is an MCP client configuration that gives a process agent
+	// the runner's tools over MCP; empty when the agent has no tools.
+	MCPConfig string
+}
+
+// TokenBudget is a limit on model tokens and where it comes from.
+type TokenBudget struct {
+	// Limit is the most tokens (input + output) the attempt may use; 0: no limit.
+	Limit int
+	// Source says which budget it is ("agent token_budget 20000", …).
+	Source string
 }
 
 // Input is one artifact given to an agent.
@@ -63,4 +79,16 @@ type RunResult struct {
 	// StdoutPath and StderrPath hold the captured output, when any.
 	StdoutPath string
 	StderrPath string
+	// Usage is what a model agent spent; zero for other runtimes.
+	Usage Usage
+}
+
+// Usage is what a model agent spent in one attempt.
+type Usage struct {
+	InputTokens  int
+	OutputTokens int
+	// CachedTokens of the input, where the provider reports them.
+	CachedTokens int
+	Turns        int
+	ToolCalls    int
 }

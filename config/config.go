@@ -83,6 +83,8 @@ type Provider struct {
 	APIKeyEnv string `yaml:"api_key_env"`
 	// RequestTimeout bounds one HTTP request to the provider.
 	RequestTimeout Duration `yaml:"request_timeout"`
+	// Model is the model of agents on this provider that name none.
+	Model string `yaml:"model"`
 }
 
 // Provider kinds.

@@ -44,6 +44,7 @@ pipeline:
     strategy: {agent: strategist, next: execute}
     execute: {kind: execution, artifact: s.json, next: end, validity: {until: /valid_until}}
 execution_service: {url: "http://127.0.0.1:9090"}
+tools: {web_search: {}, web_fetch: {}}
 `
 
 func noEnv(string) (string, bool) { return "", false }
@@ -138,7 +139,7 @@ func TestDecodeErrorsNameFileLineAndKey(t *testing.T) {
 		`agentrunner.yaml:12:5: agents.plan: unknown key "identiy" (did you mean "identity"?)`,
 		`agentrunner.yaml:13:13: agents.plan.memory: want true or false, got the string "yes please"`,
 		`agentrunner.yaml:21:15: agents.report.provider: want a string, got a list`,
-		`agentrunner.yaml:37:25: mailbox.max_messages: want an integer, got the string "many"`,
+		`agentrunner.yaml:38:25: mailbox.max_messages: want an integer, got the string "many"`,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
@@ -147,7 +148,7 @@ func TestDecodeErrorsNameFileLineAndKey(t *testing.T) {
 
 func TestUnknownKeyListsKnownKeys(t *testing.T) {
 	got := problems(t, valid+"server: {port: 8080}\n", nil)
-	want := `agentrunner.yaml:34:10: server: unknown key "port" (known keys: listen)`
+	want := `agentrunner.yaml:35:10: server: unknown key "port" (known keys: listen)`
 	if len(got) != 1 || got[0] != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
@@ -252,5 +253,73 @@ func TestValidationReportsEveryProblem(t *testing.T) {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestModelProvidersToolsAndMCPServers(t *testing.T) {
+	src := strings.Replace(valid, "defaults:\n  provider: mock\n", `defaults:
+  provider: mock
+  model: small-model
+`, 1)
+	src = strings.Replace(src, "  cli: {kind: process", `  oai: {kind: openai, base_url: "http://127.0.0.1:11434/v1", model: provider-model}
+  claude: {kind: anthropic}
+  cli: {kind: process`, 1)
+	src += `mcp_servers:
+  files: {command: [files-server, --stdio]}
+  remote: {url: "https://mcp.example/mcp", prefix: r_, bearer_env: REMOTE_TOKEN}
+budgets: {cycle_tokens: 200000}
+`
+	src = strings.Replace(src, "tools: {web_search: {}, web_fetch: {}}", "tools: {web_search: {}, web_fetch: {}, current_position: {}}", 1)
+	src = strings.Replace(src, "    provider: cli\n", "    provider: oai\n    temperature: 0.2\n    token_budget: 50000\n    tools: [files_read, r_lookup]\n", 1)
+	c, err := parse(t, src, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	report := c.Agents["report"]
+	got := []any{c.Providers["oai"].APIKeyEnv, c.Providers["claude"].APIKeyEnv, c.Providers["oai"].RequestTimeout.D(),
+		report.Model, report.MaxTurns, report.MaxTokens, *report.RepairTurns, c.Agents["plan"].Model,
+		c.Tools["web_search"].Timeout.D(), c.Tools["current_position"].Timeout.D(), *c.Tools["web_fetch"].Retries.Max,
+		c.Tools["web_fetch"].Breaker.Failures, c.Tools["web_fetch"].Kind, c.MCPServers["files"].Prefix, c.MCPServers["remote"].Prefix,
+		c.Budgets.CycleTokens}
+	want := []any{"OPENAI_API_KEY", "ANTHROPIC_API_KEY", 2 * time.Minute,
+		"small-model", 20, 4096, 1, "small-model",
+		30 * time.Second, 10 * time.Second, 2, 5, "web_fetch", "files_", "r_", 200000}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+
+	noDefaultModel := strings.Replace(src, "  model: small-model\n", "", 1)
+	c, err = parse(t, noDefaultModel, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Agents["report"].Model != "provider-model" {
+		t.Errorf("model = %q, want the provider's model", c.Agents["report"].Model)
+	}
+
+	bad := strings.Replace(src, "    temperature: 0.2\n", "    temperature: 3\n    model: \"\"\n", 1)
+	bad = strings.Replace(bad, "tools: [files_read, r_lookup]", "tools: [files_read, nowhere_tool]", 1)
+	bad = strings.Replace(bad, "  files: {command: [files-server, --stdio]}", "  files: {command: [files-server], url: \"http://x\"}", 1)
+	bad += "  filesystem_read: {}\n"
+	bad = strings.Replace(bad, "tools: {web_search: {}, web_fetch: {}, current_position: {}}", "tools: {web_search: {}, web_fetch: {}, current_position: {}, \"bad name!\": {}, filesystem_read: {}}", 1)
+	bad = strings.TrimSuffix(bad, "  filesystem_read: {}\n")
+	got2 := problems(t, bad, nil)
+	for _, want := range []string{
+		`agents.report.model: is required for an agent on a openai provider (set it here or in defaults.model)`,
+		`agents.report.temperature: must be between 0 and 2, got 3`,
+		`agents.report.tools[1]: tool "nowhere_tool" is not declared under tools (nor imported from an MCP server by its prefix)`,
+		`mcp_servers.files: set exactly one of command (a stdio server) or url (a streamable-HTTP server)`,
+		`tools.bad name!: tool names are letters, digits, _ and -, at most 64 (as model providers require)`,
+		`tools.filesystem_read: "filesystem_read" is a built-in tool of every model agent and cannot be declared`,
+	} {
+		found := false
+		for _, g := range got2 {
+			if strings.HasSuffix(g, want) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("missing problem %q in:\n%s", want, strings.Join(got2, "\n"))
+		}
 	}
 }

@@ -2,6 +2,7 @@ package config
 
 import (
 	"path/filepath"
+	"slices"
 	"time"
 )
 
@@ -25,7 +26,25 @@ const (
 	DefaultPollInterval     = 30 * time.Second
 	DefaultRequestTimeout   = 10 * time.Second
 	DefaultListen           = "127.0.0.1:8080"
+	DefaultMaxTurns         = 20   // model turns of one attempt
+	DefaultMaxTokens        = 4096 // tokens of one model response
+	DefaultRepairTurns      = 1    // turns to fix invalid output
+	DefaultModelTimeout     = 2 * time.Minute
+	DefaultToolTimeout      = 30 * time.Second // web operations (FR-114)
+	DefaultDataToolTimeout  = 10 * time.Second // data queries (FR-114)
+	DefaultToolRetries      = 2
+	DefaultToolBackoff      = time.Second
+	DefaultBreakerFailures  = 5
+	DefaultBreakerOpenFor   = time.Minute
+	DefaultMCPTimeout       = 30 * time.Second
 )
+
+// DataTools are the tool kinds whose default timeout is a data query's.
+var DataTools = []string{"current_position", "technical_indicators"}
+
+// APIKeyEnvDefaults are the variables model providers read their key from
+// when api_key_env is not set, as the official SDKs do.
+var APIKeyEnvDefaults = map[string]string{ProviderOpenAI: "OPENAI_API_KEY", ProviderAnthropic: "ANTHROPIC_API_KEY"}
 
 // DefaultBackoff is the wait before the first, second and third retry
 // (FR-046); later retries wait as long as the last.
@@ -58,7 +77,15 @@ func (c *Config) WithDefaults() {
 	for name, p := range c.Providers {
 		if p != nil {
 			orDefault(c, "providers."+name+".kill_grace", &p.KillGrace, Duration(DefaultKillGrace))
+			orDefault(c, "providers."+name+".api_key_env", &p.APIKeyEnv, APIKeyEnvDefaults[p.Kind])
+			orDefault(c, "providers."+name+".request_timeout", &p.RequestTimeout, Duration(DefaultModelTimeout))
 		}
+	}
+	orDefault(c, "defaults.max_turns", &c.Defaults.MaxTurns, DefaultMaxTurns)
+	orDefault(c, "defaults.max_tokens", &c.Defaults.MaxTokens, DefaultMaxTokens)
+	if c.Defaults.RepairTurns == nil {
+		n := DefaultRepairTurns
+		c.Defaults.RepairTurns = &n
 	}
 	orDefault(c, "defaults.timeout", &c.Defaults.Timeout, Duration(DefaultAgentTimeout))
 	c.Defaults.Retries.withDefaults(Retries{})
@@ -69,6 +96,15 @@ func (c *Config) WithDefaults() {
 		a.Name = name
 		orDefault(c, "agents."+name+".provider", &a.Provider, c.Defaults.Provider)
 		orDefault(c, "agents."+name+".timeout", &a.Timeout, c.Defaults.Timeout)
+		orDefault(c, "agents."+name+".model", &a.Model, c.Defaults.Model)
+		if p := c.Providers[a.Provider]; p != nil {
+			orDefault(c, "agents."+name+".model", &a.Model, p.Model)
+		}
+		orDefault(c, "agents."+name+".max_turns", &a.MaxTurns, c.Defaults.MaxTurns)
+		orDefault(c, "agents."+name+".max_tokens", &a.MaxTokens, c.Defaults.MaxTokens)
+		if a.RepairTurns == nil {
+			a.RepairTurns = c.Defaults.RepairTurns
+		}
 		if a.Retries == nil {
 			a.Retries = &Retries{}
 		}
@@ -82,6 +118,39 @@ func (c *Config) WithDefaults() {
 		if s.Kind == "" {
 			s.Kind = StepAgent
 		}
+	}
+	for name, t := range c.Tools {
+		if t == nil {
+			continue
+		}
+		t.Name = name
+		key := "tools." + name
+		orDefault(c, key+".kind", &t.Kind, name)
+		timeout := DefaultToolTimeout
+		if slices.Contains(DataTools, t.Kind) {
+			timeout = DefaultDataToolTimeout
+		}
+		orDefault(c, key+".timeout", &t.Timeout, Duration(timeout))
+		if t.Retries == nil {
+			t.Retries = &Retries{}
+		}
+		if t.Retries.Max == nil {
+			n := DefaultToolRetries
+			t.Retries.Max = &n
+		}
+		if len(t.Retries.Backoff) == 0 {
+			t.Retries.Backoff = []Duration{Duration(DefaultToolBackoff)}
+		}
+		orDefault(c, key+".breaker.failures", &t.Breaker.Failures, DefaultBreakerFailures)
+		orDefault(c, key+".breaker.open_for", &t.Breaker.OpenFor, Duration(DefaultBreakerOpenFor))
+	}
+	for name, m := range c.MCPServers {
+		if m == nil {
+			continue
+		}
+		m.Name = name
+		orDefault(c, "mcp_servers."+name+".prefix", &m.Prefix, name+"_")
+		orDefault(c, "mcp_servers."+name+".timeout", &m.Timeout, Duration(DefaultMCPTimeout))
 	}
 	orDefault(c, "schedule.every", &c.Schedule.Every, Duration(DefaultEvery))
 	orDefault(c, "schedule.min_cycle", &c.Schedule.MinCycle, Duration(DefaultMinCycle))

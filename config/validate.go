@@ -59,6 +59,15 @@ func (c *Config) validate() Problems {
 	if c.Mailbox.MaxMessages < 1 {
 		v.add("mailbox.max_messages", "must be at least 1, got %d", c.Mailbox.MaxMessages)
 	}
+	for _, name := range slices.Sorted(maps.Keys(c.Tools)) {
+		v.tool(name, c.Tools[name])
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.MCPServers)) {
+		v.mcpServer(name, c.MCPServers[name])
+	}
+	if c.Budgets.CycleTokens < 0 {
+		v.add("budgets.cycle_tokens", "must not be negative")
+	}
 	v.executionService()
 	if _, _, err := net.SplitHostPort(c.Server.Listen); err != nil {
 		v.add("server.listen", "want host:port, got %q", c.Server.Listen)
@@ -84,10 +93,23 @@ func (v *validator) provider(name string, p *Provider) {
 		if len(p.Command) == 0 || p.Command[0] == "" {
 			v.add(key+".command", "a process provider needs a command (an argv list)")
 		}
+	case ProviderOpenAI, ProviderAnthropic:
+		if len(p.Command) > 0 {
+			v.add(key+".command", "only process providers take a command")
+		}
+		if p.BaseURL != "" {
+			v.url(key+".base_url", p.BaseURL)
+		}
+		if !envNamePattern.MatchString(p.APIKeyEnv) {
+			v.add(key+".api_key_env", "%q is not an environment variable name (give the name of the variable that holds the key, not the key)", p.APIKeyEnv)
+		}
+		if p.RequestTimeout <= 0 {
+			v.add(key+".request_timeout", "must be positive")
+		}
 	case "":
-		v.add(key+".kind", "is required (mock or process)")
+		v.add(key+".kind", "is required (mock, process, openai or anthropic)")
 	default:
-		v.add(key+".kind", "unknown kind %q (supported: mock, process)", p.Kind)
+		v.add(key+".kind", "unknown kind %q (supported: mock, process, openai, anthropic)", p.Kind)
 	}
 	for _, k := range slices.Sorted(maps.Keys(p.Env)) {
 		if !envNamePattern.MatchString(k) {
@@ -137,10 +159,34 @@ func (v *validator) agent(name string, a *Agent) {
 		v.add(key+".timeout", "must be positive")
 	}
 	v.retries(key+".retries", a.Retries)
+	if p := v.c.Providers[a.Provider]; p != nil && (p.Kind == ProviderOpenAI || p.Kind == ProviderAnthropic) {
+		if a.Model == "" {
+			v.add(key+".model", "is required for an agent on a %s provider (set it here or in defaults.model)", p.Kind)
+		}
+		if a.Temperature != nil && (*a.Temperature < 0 || *a.Temperature > 2) {
+			v.add(key+".temperature", "must be between 0 and 2, got %v", *a.Temperature)
+		}
+		if a.MaxTokens < 1 {
+			v.add(key+".max_tokens", "must be at least 1")
+		}
+		if a.MaxTurns < 1 {
+			v.add(key+".max_turns", "must be at least 1")
+		}
+		if a.RepairTurns != nil && *a.RepairTurns < 0 {
+			v.add(key+".repair_turns", "must not be negative")
+		}
+	}
+	if a.TokenBudget < 0 {
+		v.add(key+".token_budget", "must not be negative")
+	}
 	seen := map[string]bool{}
 	for i, t := range a.Tools {
-		if t == "" || seen[t] {
-			v.add(fmt.Sprintf("%s.tools[%d]", key, i), "empty or repeated tool %q", t)
+		tk := fmt.Sprintf("%s.tools[%d]", key, i)
+		switch {
+		case t == "" || seen[t]:
+			v.add(tk, "empty or repeated tool %q", t)
+		case v.c.Tools[t] == nil && v.mcpTool(t) == "":
+			v.add(tk, "tool %q is not declared under tools (nor imported from an MCP server by its prefix)", t)
 		}
 		seen[t] = true
 	}
@@ -176,6 +222,94 @@ func (v *validator) agent(name string, a *Agent) {
 		case in.History != nil && in.History.Last == 0 && in.History.Within == 0:
 			v.add(ik+".history", "set last, within or both")
 		}
+	}
+}
+
+// toolNamePattern is what providers accept as a function name.
+var toolNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// BuiltinTools are the tools every model agent gets for its own files; they
+// cannot be declared.
+var BuiltinTools = []string{"filesystem_read", "filesystem_tree"}
+
+func (v *validator) tool(name string, t *Tool) {
+	key := "tools." + name
+	if t == nil {
+		v.add(key, "is empty")
+		return
+	}
+	if !toolNamePattern.MatchString(name) {
+		v.add(key, "tool names are letters, digits, _ and -, at most 64 (as model providers require)")
+	}
+	if slices.Contains(BuiltinTools, name) {
+		v.add(key, "%q is a built-in tool of every model agent and cannot be declared", name)
+	}
+	if t.Timeout <= 0 {
+		v.add(key+".timeout", "must be positive")
+	}
+	v.retries(key+".retries", t.Retries)
+	if t.Breaker.Failures < 0 {
+		v.add(key+".breaker.failures", "must not be negative (0 disables the breaker)")
+	}
+	if t.Breaker.Failures > 0 && t.Breaker.OpenFor <= 0 {
+		v.add(key+".breaker.open_for", "must be positive")
+	}
+	if len(t.Parameters) > 0 && (t.Parameters[0] != '{') {
+		v.add(key+".parameters", "must be a JSON Schema object")
+	}
+	if t.BaseURL != "" {
+		v.url(key+".base_url", t.BaseURL)
+	}
+	if t.APIKeyEnv != "" && !envNamePattern.MatchString(t.APIKeyEnv) {
+		v.add(key+".api_key_env", "%q is not an environment variable name (give the name of the variable that holds the key, not the key)", t.APIKeyEnv)
+	}
+	if t.MaxBytes < 0 || t.MaxRedirects < 0 {
+		v.add(key, "max_bytes and max_redirects must not be negative")
+	}
+	for i, p := range t.EMAPeriods {
+		if p < 1 {
+			v.add(fmt.Sprintf("%s.ema_periods[%d]", key, i), "must be at least 1")
+		}
+	}
+}
+
+func (v *validator) mcpServer(name string, m *MCPServer) {
+	key := "mcp_servers." + name
+	if m == nil {
+		v.add(key, "is empty")
+		return
+	}
+	switch {
+	case (len(m.Command) == 0) == (m.URL == ""):
+		v.add(key, "set exactly one of command (a stdio server) or url (a streamable-HTTP server)")
+	case m.URL != "":
+		v.url(key+".url", m.URL)
+	}
+	if m.BearerEnv != "" && !envNamePattern.MatchString(m.BearerEnv) {
+		v.add(key+".bearer_env", "%q is not an environment variable name", m.BearerEnv)
+	}
+	if !toolNamePattern.MatchString(m.Prefix + "x") {
+		v.add(key+".prefix", "must be letters, digits, _ and -, got %q", m.Prefix)
+	}
+	if m.Timeout <= 0 {
+		v.add(key+".timeout", "must be positive")
+	}
+}
+
+// mcpTool returns the MCP server whose prefix a tool name has, if any.
+func (v *validator) mcpTool(tool string) string {
+	for _, name := range slices.Sorted(maps.Keys(v.c.MCPServers)) {
+		if m := v.c.MCPServers[name]; m != nil && m.Prefix != "" && strings.HasPrefix(tool, m.Prefix) {
+			return name
+		}
+	}
+	return ""
+}
+
+// url checks an http(s) URL.
+func (v *validator) url(key, raw string) {
+	if u, err := url.Parse(raw); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		v.add(key, "want an http or https URL, got %q", raw)
 	}
 }
 

@@ -41,7 +41,7 @@ type fixture struct {
 
 func writeExample(t *testing.T, dir string) {
 	t.Helper()
-	if _, err := crypton.Write(dir, true); err != nil {
+	if _, err := crypton.Write(dir, true, ""); err != nil {
 		t.Fatal(err)
 	}
 }

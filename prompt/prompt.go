@@ -8,6 +8,7 @@ package prompt
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/agentrunner/agentrunner"
@@ -38,6 +39,12 @@ type Context struct {
 	SchemaPath   string
 	// OutputPath is where the agent must write its artifact.
 	OutputPath string
+	// FinalAnswer: the agent answers with the artifact's content instead
+	// of writing a file (a model agent, which cannot write files).
+	FinalAnswer bool
+	// Inline holds the content of files given in the prompt itself instead
+	// of by path, keyed by path (a model agent with inline_inputs).
+	Inline map[string]string
 }
 
 // Build returns the assembled prompt.
@@ -65,6 +72,7 @@ func Build(c Context) string {
 	b.WriteString("## Mailbox\n\n")
 	fmt.Fprintf(&b, "Your mailbox: %s\n\n", c.MailboxPath)
 	fmt.Fprintf(&b, "It holds the %d most recent messages for you, one JSON object per line, oldest first, each with id, time, from, kind (forward, backward, broadcast, inject, status), cycle_id and body. It may not exist yet. Read it before you start.\n\n", c.MaxMessages)
+	c.inline(&b, c.MailboxPath)
 
 	b.WriteString("## Inputs\n\n")
 	if len(c.Inputs) == 0 {
@@ -74,6 +82,9 @@ func Build(c Context) string {
 			fmt.Fprintf(&b, "- %s: %s\n", in.Name, in.Path)
 		}
 		b.WriteString("\n")
+		for _, in := range c.Inputs {
+			c.inline(&b, in.Path)
+		}
 	}
 
 	b.WriteString("## Output template\n\n")
@@ -82,15 +93,39 @@ func Build(c Context) string {
 		fmt.Fprintf(&b, "JSON Schema: %s\n", c.SchemaPath)
 	}
 	b.WriteString("\n")
+	c.inline(&b, c.TemplatePath)
+	c.inline(&b, c.SchemaPath)
 
 	b.WriteString("## Output\n\n")
-	fmt.Fprintf(&b, "Write your result to exactly this file: %s\n\n", c.OutputPath)
+	switch {
+	case c.FinalAnswer:
+		fmt.Fprintf(&b, "Your final answer is the artifact %s: answer with its complete content and nothing else (no preamble, no code fence). Before that, read your inputs", filepath.Base(c.OutputPath))
+		if len(c.Inline) == 0 {
+			b.WriteString(" with filesystem_read (filesystem_tree lists what you may read)")
+		}
+		b.WriteString(" and use your tools as you need.\n\n")
+	default:
+		fmt.Fprintf(&b, "Write your result to exactly this file: %s\n\n", c.OutputPath)
+	}
 	if c.SchemaPath != "" {
 		b.WriteString("It must be one JSON document that follows the template and validates against the schema. Fill every {{placeholder}}.\n")
 	} else {
 		b.WriteString("Keep every heading of the template exactly as written, give every section content, keep every table's columns and labelled rows, and fill every {{placeholder}}. Output that breaks the template is rejected.\n")
 	}
 	return b.String()
+}
+
+// inline writes the content of a file given in the prompt, if it is.
+func (c Context) inline(b *strings.Builder, path string) {
+	content, ok := c.Inline[path]
+	if !ok || path == "" {
+		return
+	}
+	fence := "```"
+	for strings.Contains(content, fence) {
+		fence += "`"
+	}
+	fmt.Fprintf(b, "Content of %s:\n\n%s\n%s\n%s\n\n", path, fence, strings.TrimRight(content, "\n"), fence)
 }
 
 // demote turns the "## tool" headings of a tools.md section into "###", so

@@ -27,7 +27,7 @@ const root = "/srv/crypton/artifacts"
 func loadExample(t *testing.T) *workspace.Workspace {
 	t.Helper()
 	dir := t.TempDir()
-	if _, err := crypton.Write(dir, true); err != nil {
+	if _, err := crypton.Write(dir, true, ""); err != nil {
 		t.Fatalf("write example workspace: %v", err)
 	}
 	cfg, err := config.Load(filepath.Join(dir, config.FileName))

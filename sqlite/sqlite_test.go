@@ -39,8 +39,8 @@ func TestPragmasAndReopen(t *testing.T) {
 	}
 	var version int
 	s.w.conn.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version)
-	if version != 1 {
-		t.Errorf("user_version = %d, want 1", version)
+	if version != 2 {
+		t.Errorf("user_version = %d, want 2", version)
 	}
 	if _, err := s.read.ExecContext(ctx, "DELETE FROM cycles"); err == nil {
 		t.Error("the read pool accepted a write")

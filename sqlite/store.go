@@ -49,13 +49,16 @@ const (
 	// The multi-row statements take their VALUES rows where %s is.
 	sqlUpsertAttempts = `
 		INSERT INTO attempts (cycle_id, step, number, agent, status, error_class, error,
-			not_before, started_at, ended_at, exit_code, output_path, dir)
+			not_before, started_at, ended_at, exit_code, output_path, dir,
+			input_tokens, output_tokens, cached_tokens, turns, tool_calls)
 		VALUES %s
 		ON CONFLICT (cycle_id, step, number) DO UPDATE SET
 			status = excluded.status, error_class = excluded.error_class, error = excluded.error,
 			not_before = excluded.not_before, started_at = excluded.started_at,
 			ended_at = excluded.ended_at, exit_code = excluded.exit_code,
-			output_path = excluded.output_path, dir = excluded.dir`
+			output_path = excluded.output_path, dir = excluded.dir,
+			input_tokens = excluded.input_tokens, output_tokens = excluded.output_tokens,
+			cached_tokens = excluded.cached_tokens, turns = excluded.turns, tool_calls = excluded.tool_calls`
 	sqlInsertEvents = `
 		INSERT INTO events (timestamp, event_type, agent, step, cycle_id, level, details)
 		VALUES %s`
@@ -174,8 +177,10 @@ func (s *Store) Apply(ctx context.Context, ch *agentrunner.Change) (err error) {
 			if a.ExitCode != nil {
 				exit = *a.ExitCode
 			}
+			u := a.Usage
 			rows[i] = []any{a.CycleID, a.Step, a.Number, a.Agent, string(a.Status), string(a.ErrorClass), a.Error,
-				encodeTime(a.NotBefore), encodeTime(a.StartedAt), encodeTime(a.EndedAt), exit, a.OutputPath, a.Dir}
+				encodeTime(a.NotBefore), encodeTime(a.StartedAt), encodeTime(a.EndedAt), exit, a.OutputPath, a.Dir,
+				u.InputTokens, u.OutputTokens, u.CachedTokens, u.Turns, u.ToolCalls}
 		}
 		if _, err = w.execRows(ctx, sqlUpsertAttempts, rows); err != nil {
 			return translate(err, fmt.Sprintf("attempts of cycle %s", ch.Attempts[0].CycleID))
@@ -310,7 +315,7 @@ func (s *Store) Cycles(ctx context.Context, f agentrunner.CycleFilter) ([]*agent
 func (s *Store) Attempts(ctx context.Context, cycleID string) ([]*agentrunner.Attempt, error) {
 	rows, err := s.read.QueryContext(ctx, `
 		SELECT cycle_id, step, number, agent, status, error_class, error, not_before, started_at, ended_at,
-			exit_code, output_path, dir
+			exit_code, output_path, dir, input_tokens, output_tokens, cached_tokens, turns, tool_calls
 		FROM attempts WHERE cycle_id = ? ORDER BY rowid`, cycleID)
 	if err != nil {
 		return nil, err
@@ -322,7 +327,8 @@ func (s *Store) Attempts(ctx context.Context, cycleID string) ([]*agentrunner.At
 		var notBefore, started, ended sql.NullString
 		var exit sql.NullInt64
 		if err := rows.Scan(&a.CycleID, &a.Step, &a.Number, &a.Agent, &a.Status, &a.ErrorClass, &a.Error,
-			&notBefore, &started, &ended, &exit, &a.OutputPath, &a.Dir); err != nil {
+			&notBefore, &started, &ended, &exit, &a.OutputPath, &a.Dir,
+			&a.Usage.InputTokens, &a.Usage.OutputTokens, &a.Usage.CachedTokens, &a.Usage.Turns, &a.Usage.ToolCalls); err != nil {
 			return nil, err
 		}
 		if exit.Valid {

@@ -61,7 +61,8 @@ func testRoundTrip(t *testing.T, s agentrunner.Store) {
 	c := cycle("20261122_140000", agentrunner.CycleRunning, "plan")
 	a := &agentrunner.Attempt{CycleID: c.ID, Step: "plan", Number: 1, Agent: "plan", Status: agentrunner.AttemptFailed,
 		ErrorClass: agentrunner.ClassCrash, Error: "exit 3", StartedAt: t0, EndedAt: t0.Add(time.Second),
-		ExitCode: &exit, Dir: "/w/attempts/x", OutputPath: ""}
+		ExitCode: &exit, Dir: "/w/attempts/x", OutputPath: "",
+		Usage: agentrunner.Usage{InputTokens: 1200, OutputTokens: 300, CachedTokens: 800, Turns: 4, ToolCalls: 6}}
 	e := &agentrunner.Event{Timestamp: t0, Type: agentrunner.EventAttemptFailed, Agent: "plan", Step: "plan",
 		CycleID: c.ID, Level: agentrunner.LevelWarn, Details: map[string]any{"error": "exit 3", "attempt": float64(1)}}
 	mustApply(t, s, &agentrunner.Change{From: agentrunner.StateIdle, Cycle: c, Attempts: []*agentrunner.Attempt{a}, Events: []*agentrunner.Event{e}})

@@ -186,6 +186,9 @@ func (l *loader) tools(cfg *config.Config) map[string]string {
 			continue
 		}
 		for i, t := range cfg.Agents[name].Tools {
+			if cfg.Tools[t] == nil {
+				continue // imported from an MCP server, which describes it
+			}
 			if _, ok := sections[t]; !ok {
 				l.add(fmt.Sprintf("agents.%s.tools[%d]", name, i), "tool %q has no \"## %s\" section in %s", t, t, cfg.ToolsFile)
 			}

@@ -22,7 +22,7 @@ import (
 func writeExample(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	if _, err := crypton.Write(dir, true); err != nil {
+	if _, err := crypton.Write(dir, true, ""); err != nil {
 		t.Fatalf("write example workspace: %v", err)
 	}
 	return filepath.Join(dir, config.FileName)
@@ -169,13 +169,13 @@ func TestLoadReportsEveryProblemWithItsLine(t *testing.T) {
 	got := slices.Clone(problems) // messages are blanked below; err keeps them for the report
 	at := func(line, col int) string { return fmt.Sprintf("%s:%d:%d", path, line, col) }
 	want := config.Problems{
-		{Where: at(40, 5), Key: "agents.research.identity", Message: "file agent_prompts/research_agent.md does not exist"},
-		{Where: at(82, 35), Key: "agents.evaluation.output.template", Message: "file output_templates/evaluation.md does not exist"},
-		{Where: at(32, 36), Key: "agents.plan.tools[2]", Message: `tool "bird" has no "## bird" section in tools.md`},
-		{Where: at(42, 36), Key: "agents.research.tools[2]", Message: `tool "bird" has no "## bird" section in tools.md`},
-		{Where: at(106, 44), Key: "pipeline.steps.analyze.deliver[0].section", Message: `output_templates/analysis.md has no section "Handoff to Nowhere"`},
-		{Where: at(67, 7), Key: "agents.synthesis.output.template"},
-		{Where: at(70, 3), Key: "agents.cycles", Message: `"cycles" is reserved for a folder of the artifacts dir; choose another agent name`},
+		{Where: at(46, 5), Key: "agents.research.identity", Message: "file agent_prompts/research_agent.md does not exist"},
+		{Where: at(88, 35), Key: "agents.evaluation.output.template", Message: "file output_templates/evaluation.md does not exist"},
+		{Where: at(38, 36), Key: "agents.plan.tools[2]", Message: `tool "bird" has no "## bird" section in tools.md`},
+		{Where: at(48, 36), Key: "agents.research.tools[2]", Message: `tool "bird" has no "## bird" section in tools.md`},
+		{Where: at(112, 44), Key: "pipeline.steps.analyze.deliver[0].section", Message: `output_templates/analysis.md has no section "Handoff to Nowhere"`},
+		{Where: at(73, 7), Key: "agents.synthesis.output.template"},
+		{Where: at(76, 3), Key: "agents.cycles", Message: `"cycles" is reserved for a folder of the artifacts dir; choose another agent name`},
 	}
 	// The schema problem quotes the artifact package's wording, so it is
 	// checked for what it must say rather than pinned whole.
@@ -247,7 +247,7 @@ func TestLoadEmptyIdentityIsAProblem(t *testing.T) {
 	if !errors.As(err, &got) {
 		t.Fatalf("Load returned %v, want config.Problems", err)
 	}
-	want := config.Problems{{Where: path + ":30:5", Key: "agents.plan.identity", Message: "file agent_prompts/plan_agent.md is empty"}}
+	want := config.Problems{{Where: path + ":36:5", Key: "agents.plan.identity", Message: "file agent_prompts/plan_agent.md is empty"}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("problems (-want +got):\n%s", diff)
 	}

@@ -23,7 +23,7 @@ each step as it happens. Nothing leaves this machine.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
-			if _, err := writeExample(dir, true); err != nil {
+			if _, err := writeExample(dir, true, "mock"); err != nil {
 				return err
 			}
 			es := execsvc.NewMock(execsvc.MockOptions{ExecutingAfter: 1, CompletedAfter: 2})

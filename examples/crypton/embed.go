@@ -27,10 +27,26 @@ func (e *ExistsError) Error() string {
 	return fmt.Sprintf("%s already has %s; use --force to overwrite", e.Dir, strings.Join(e.Files, ", "))
 }
 
-// Write writes the workspace into dir and returns the files it wrote.
-// Without overwrite it writes nothing if any of them exists, and returns an
+// Providers maps the provider kinds `init --provider` offers to the
+// example's provider of that kind.
+var Providers = map[string]string{"mock": "mock", "openai": "openai", "anthropic": "anthropic", "process": "claude-code"}
+
+// defaultProvider is the line of agentrunner.yaml that sets every agent's
+// provider.
+const defaultProvider = "  provider: mock "
+
+// Write writes the workspace into dir and returns the files it wrote, with
+// every agent on the provider of the given kind ("" keeps mock). Without
+// overwrite it writes nothing if any file exists, and returns an
 // *ExistsError naming them.
-func Write(dir string, overwrite bool) ([]string, error) {
+func Write(dir string, overwrite bool, kind string) ([]string, error) {
+	provider := "mock"
+	if kind != "" {
+		var ok bool
+		if provider, ok = Providers[kind]; !ok {
+			return nil, fmt.Errorf("unknown provider %q (choose mock, openai, anthropic or process)", kind)
+		}
+	}
 	var files []string
 	err := fs.WalkDir(Files, ".", func(path string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
@@ -56,6 +72,12 @@ func Write(dir string, overwrite bool) ([]string, error) {
 		data, err := Files.ReadFile(f)
 		if err != nil {
 			return nil, err
+		}
+		if f == "agentrunner.yaml" {
+			if !strings.Contains(string(data), defaultProvider) {
+				return nil, fmt.Errorf("the example's agentrunner.yaml has no %q line to set the provider", strings.TrimSpace(defaultProvider))
+			}
+			data = []byte(strings.Replace(string(data), defaultProvider, "  provider: "+provider+" ", 1))
 		}
 		dst := filepath.Join(dir, filepath.FromSlash(f))
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {

@@ -26,7 +26,7 @@ const cycleID = "20260221_140000"
 func exampleConfig(t *testing.T) *config.Config {
 	t.Helper()
 	dir := t.TempDir()
-	if _, err := crypton.Write(dir, true); err != nil {
+	if _, err := crypton.Write(dir, true, ""); err != nil {
 		t.Fatalf("write example workspace: %v", err)
 	}
 	cfg, err := config.Load(filepath.Join(dir, config.FileName))

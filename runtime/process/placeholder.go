@@ -13,7 +13,7 @@ import (
 // order the documentation gives them, so error messages list them the same way.
 var placeholderNames = []string{
 	"prompt_file", "output", "dir", "cycle_dir", "mailbox", "memory",
-	"template", "schema", "cycle_id", "step", "agent", "attempt",
+	"template", "schema", "cycle_id", "step", "agent", "attempt", "mcp_config",
 }
 
 // placeholderValue returns what a placeholder stands for in one invocation.
@@ -44,6 +44,8 @@ func placeholderValue(inv *agentrunner.Invocation, name string) string {
 		return inv.Agent
 	case "attempt":
 		return strconv.Itoa(inv.Attempt)
+	case "mcp_config":
+		return inv.MCPConfig
 	}
 	return ""
 }

@@ -53,7 +53,7 @@ var invocationEnvNames = []string{
 	"AGENTRUNNER_CYCLE_DIR", "AGENTRUNNER_STEP", "AGENTRUNNER_AGENT",
 	"AGENTRUNNER_ATTEMPT", "AGENTRUNNER_ATTEMPT_DIR", "AGENTRUNNER_MAILBOX",
 	"AGENTRUNNER_MEMORY", "AGENTRUNNER_TEMPLATE", "AGENTRUNNER_SCHEMA",
-	"AGENTRUNNER_INPUTS", "PWD",
+	"AGENTRUNNER_INPUTS", "AGENTRUNNER_MCP_CONFIG", "PWD",
 }
 
 // Config is how to start the agent process.
@@ -294,6 +294,7 @@ func invocationEnv(inv *agentrunner.Invocation) []string {
 		"AGENTRUNNER_TEMPLATE=" + inv.TemplatePath,
 		"AGENTRUNNER_SCHEMA=" + inv.SchemaPath,
 		"AGENTRUNNER_INPUTS=" + strings.Join(inputs, "\n"),
+		"AGENTRUNNER_MCP_CONFIG=" + inv.MCPConfig,
 		// The inherited PWD names the runner's folder; programs that trust
 		// PWD over getcwd must see the folder they run in.
 		"PWD=" + inv.Dir,
