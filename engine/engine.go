@@ -47,6 +47,9 @@ type Options struct {
 	Logger *slog.Logger
 	// OnEvent, if set, is called with each event once it is committed.
 	OnEvent func(*agentrunner.Event)
+	// MCPCommand is the agentrunner executable that process agents start
+	// as their MCP server (`agentrunner mcp`); empty: no MCP for them.
+	MCPCommand string
 }
 
 // Engine runs one pipeline of one workspace.
@@ -60,6 +63,8 @@ type Engine struct {
 	log      *slog.Logger
 	onEvent  func(*agentrunner.Event)
 	boxes    *mailbox.Mailboxes
+	// mcpCommand starts the MCP server of process agents' tools.
+	mcpCommand string
 }
 
 // New checks the options and returns an engine.
@@ -84,7 +89,7 @@ func New(opts Options) (*Engine, error) {
 	}
 	e := &Engine{
 		ws: opts.Workspace, cfg: cfg, store: opts.Store, runtimes: opts.Runtimes, exec: opts.Exec,
-		clock: opts.Clock, log: opts.Logger, onEvent: opts.OnEvent, boxes: boxes,
+		clock: opts.Clock, log: opts.Logger, onEvent: opts.OnEvent, boxes: boxes, mcpCommand: opts.MCPCommand,
 	}
 	if e.clock == nil {
 		e.clock = agentrunner.SystemClock{}
@@ -334,7 +339,7 @@ func (e *Engine) succeed(ctx context.Context, c *agentrunner.Cycle, att *agentru
 	}
 	now := e.clock.Now()
 	done := *att
-	done.Status, done.EndedAt, done.OutputPath, done.ExitCode = agentrunner.AttemptSucceeded, now, out.outputPath, out.exitCode
+	done.Status, done.EndedAt, done.OutputPath, done.ExitCode, done.Usage = agentrunner.AttemptSucceeded, now, out.outputPath, out.exitCode, out.usage
 	next := *c
 	next.LastCompletedStep = c.Step
 	ch := &agentrunner.Change{From: from, Cycle: &next, Attempts: []*agentrunner.Attempt{&done}, Events: out.events}
@@ -377,7 +382,7 @@ func (e *Engine) fail(ctx context.Context, c *agentrunner.Cycle, att *agentrunne
 	from := agentrunner.State(c.Step)
 	ch := &agentrunner.Change{From: from, Attempts: []*agentrunner.Attempt{&failed}}
 	if out != nil {
-		failed.ExitCode = out.exitCode
+		failed.ExitCode, failed.Usage = out.exitCode, out.usage
 		ch.Events = out.events
 	}
 	retry := class.Retryable() && att.Number <= policy.Max
@@ -465,7 +470,10 @@ func (e *Engine) commit(ctx context.Context, ch *agentrunner.Change) error {
 	return nil
 }
 
-func (e *Engine) logEvent(ev *agentrunner.Event) {
+func (e *Engine) logEvent(ev *agentrunner.Event) { logEvent(e.log, ev) }
+
+// logEvent writes an event as a structured log line at its level.
+func logEvent(log *slog.Logger, ev *agentrunner.Event) {
 	level := slog.LevelInfo
 	switch ev.Level {
 	case agentrunner.LevelDebug:
@@ -485,5 +493,21 @@ func (e *Engine) logEvent(ev *agentrunner.Event) {
 	if len(ev.Details) > 0 {
 		attrs = append(attrs, slog.Any("details", ev.Details))
 	}
-	e.log.LogAttrs(context.Background(), level, ev.Type, attrs...)
+	log.LogAttrs(context.Background(), level, ev.Type, attrs...)
+}
+
+// EventRecorder returns a function that commits an event on its own and
+// logs it: for events that happen while an attempt runs, outside its
+// transaction, such as tool calls. A store that fails is logged, not
+// fatal: the call itself already happened.
+func EventRecorder(store agentrunner.Store, log *slog.Logger) func(*agentrunner.Event) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return func(ev *agentrunner.Event) {
+		if err := store.Apply(context.Background(), &agentrunner.Change{Events: []*agentrunner.Event{ev}}); err != nil {
+			log.Error("recording an event", "event_type", ev.Type, "error", err)
+		}
+		logEvent(log, ev)
+	}
 }

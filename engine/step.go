@@ -16,6 +16,7 @@ import (
 	"github.com/agentrunner/agentrunner/config"
 	"github.com/agentrunner/agentrunner/internal/atomicfile"
 	"github.com/agentrunner/agentrunner/mailbox"
+	"github.com/agentrunner/agentrunner/mcp"
 	"github.com/agentrunner/agentrunner/memory"
 	"github.com/agentrunner/agentrunner/prompt"
 )
@@ -25,6 +26,7 @@ import (
 type outcome struct {
 	outputPath string
 	exitCode   *int
+	usage      agentrunner.Usage
 	events     []*agentrunner.Event
 }
 
@@ -68,15 +70,35 @@ func (e *Engine) runAgent(ctx context.Context, c *agentrunner.Cycle, step *confi
 	if agent.Memory {
 		inv.MemoryPath = e.ws.Layout.Memory(agent.Name)
 	}
-	tools := make([]prompt.Tool, len(agent.Tools))
-	for i, t := range agent.Tools {
-		tools[i] = prompt.Tool{Name: t, Section: e.ws.Tools[t]}
+	inv.Tools = agent.Tools
+	if inv.TokenBudget, err = e.budget(ctx, c, agent.Agent); err != nil {
+		return out, err
 	}
-	inv.Prompt = prompt.Build(prompt.Context{
+	pc := prompt.Context{
 		CycleID: c.ID, Step: step.ID, Agent: agent.Name, Attempt: att.Number,
-		Identity: agent.Identity, Tools: tools, MailboxPath: inv.MailboxPath, MaxMessages: e.boxes.Max(),
+		Identity: agent.Identity, MailboxPath: inv.MailboxPath, MaxMessages: e.boxes.Max(),
 		Inputs: inputs, TemplatePath: inv.TemplatePath, SchemaPath: inv.SchemaPath, OutputPath: inv.OutputPath,
-	})
+	}
+	for _, t := range agent.Tools {
+		pc.Tools = append(pc.Tools, prompt.Tool{Name: t, Section: e.ws.Tools[t]})
+	}
+	switch e.cfg.Providers[agent.Provider].Kind {
+	case config.ProviderOpenAI, config.ProviderAnthropic:
+		// A model cannot write files: its answer is the artifact. It reads
+		// its files with filesystem_read, or finds them in the prompt.
+		pc.FinalAnswer = true
+		if agent.InlineInputs {
+			pc.Inline = inlineFiles(inv)
+		}
+	case config.ProviderProcess:
+		if len(agent.Tools) > 0 && e.mcpCommand != "" {
+			call := agentrunner.ToolCall{Agent: agent.Name, Step: step.ID, CycleID: c.ID, Attempt: att.Number}
+			if inv.MCPConfig, err = mcp.WriteConfig(att.Dir, e.mcpCommand, e.cfg.Path, call); err != nil {
+				return out, agentrunner.Fail(agentrunner.ClassInternal, "write MCP configuration: %v", err)
+			}
+		}
+	}
+	inv.Prompt = prompt.Build(pc)
 	// The prompt is kept so an operator can read exactly what the agent saw.
 	if err := os.WriteFile(inv.PromptPath, []byte(inv.Prompt), 0o644); err != nil {
 		return out, agentrunner.Fail(agentrunner.ClassInternal, "write prompt: %v", err)
@@ -87,7 +109,7 @@ func (e *Engine) runAgent(ctx context.Context, c *agentrunner.Cycle, step *confi
 	defer cancel()
 	res, err := e.runtimes[agent.Provider].Run(runCtx, inv)
 	if res != nil {
-		out.exitCode = res.ExitCode
+		out.exitCode, out.usage = res.ExitCode, res.Usage
 	}
 	if err != nil {
 		if errors.Is(runCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil && agentrunner.ClassOf(err) != agentrunner.ClassTimeout {
@@ -313,4 +335,58 @@ func (e *Engine) stepStart(ctx context.Context, c *agentrunner.Cycle, step strin
 		}
 	}
 	return e.clock.Now(), nil
+}
+
+// maxInline bounds the bytes of one file put into a prompt.
+const maxInline = 256 << 10
+
+// inlineFiles reads the files a model agent is given in its prompt: its
+// mailbox, memory, inputs, template and schema. Missing files (a mailbox
+// with no message yet) are left out.
+func inlineFiles(inv *agentrunner.Invocation) map[string]string {
+	files := map[string]string{}
+	paths := []string{inv.MailboxPath, inv.MemoryPath, inv.TemplatePath, inv.SchemaPath}
+	for _, in := range inv.Inputs {
+		paths = append(paths, in.Path)
+	}
+	for _, p := range paths {
+		if p == "" {
+			continue
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		if len(data) > maxInline {
+			data = append(data[:maxInline:maxInline], fmt.Sprintf("\n[truncated: the file has %d bytes]", len(data))...)
+		}
+		files[p] = string(data)
+	}
+	return files
+}
+
+// budget returns the token budget of an attempt: the agent's own, or what
+// is left of the cycle's, whichever is smaller.
+func (e *Engine) budget(ctx context.Context, c *agentrunner.Cycle, a *config.Agent) (agentrunner.TokenBudget, error) {
+	b := agentrunner.TokenBudget{Limit: a.TokenBudget, Source: fmt.Sprintf("the token_budget of agent %s", a.Name)}
+	limit := e.cfg.Budgets.CycleTokens
+	if limit == 0 {
+		return b, nil
+	}
+	atts, err := e.store.Attempts(ctx, c.ID)
+	if err != nil {
+		return b, err
+	}
+	used := 0
+	for _, at := range atts {
+		used += at.Usage.InputTokens + at.Usage.OutputTokens
+	}
+	left := limit - used
+	if left <= 0 {
+		return b, agentrunner.Fail(agentrunner.ClassBudget, "the cycle's token budget (budgets.cycle_tokens %d) is used up: %d tokens spent", limit, used)
+	}
+	if b.Limit == 0 || left < b.Limit {
+		b = agentrunner.TokenBudget{Limit: left, Source: fmt.Sprintf("what is left of budgets.cycle_tokens (%d of %d)", left, limit)}
+	}
+	return b, nil
 }

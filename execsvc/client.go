@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -129,9 +130,44 @@ func (c *Client) Status(ctx context.Context, strategyID string) (*Receipt, error
 	return rc, nil
 }
 
+// Account asks the service for the trading account: equity, cash,
+// positions, balances and open orders (GET /v1/account). The answer is
+// validated before it is returned, so a caller can rely on every field the
+// contract marks as required.
+func (c *Client) Account(ctx context.Context) (*Account, error) {
+	const what = "query account"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.endpoint+"/v1/account", nil)
+	if err != nil {
+		return nil, agentrunner.Fail(agentrunner.ClassInternal, "%s: build request: %v", what, err)
+	}
+	status, body, err := c.send(req, what, http.StatusOK)
+	if err != nil {
+		return nil, err
+	}
+	a, err := ParseAccount(body)
+	if err != nil {
+		return nil, agentrunner.Fail(agentrunner.ClassUnavailable, "%s: invalid response (status %d): %s", what, status, c.clean(err.Error()))
+	}
+	return a, nil
+}
+
 // do sends req and returns the status and the validated receipt of a
 // successful answer, or a classified error.
 func (c *Client) do(req *http.Request, what string, okStatuses ...int) (int, *Receipt, error) {
+	status, body, err := c.send(req, what, okStatuses...)
+	if err != nil {
+		return 0, nil, err
+	}
+	rc, err := parseReceipt(body)
+	if err != nil {
+		return 0, nil, agentrunner.Fail(agentrunner.ClassUnavailable, "%s: invalid response (status %d): %s", what, status, c.clean(err.Error()))
+	}
+	return status, rc, nil
+}
+
+// send sends req and returns the status and the whole body of a successful
+// answer, or a classified error; the caller validates the body.
+func (c *Client) send(req *http.Request, what string, okStatuses ...int) (int, []byte, error) {
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", "agentrunner")
 	if c.token != "" {
@@ -160,11 +196,7 @@ func (c *Client) do(req *http.Request, what string, okStatuses ...int) (int, *Re
 	case tooLarge:
 		return 0, nil, agentrunner.Fail(agentrunner.ClassUnavailable, "%s: invalid response: body is larger than %d bytes", what, MaxBodyBytes)
 	}
-	rc, err := parseReceipt(body)
-	if err != nil {
-		return 0, nil, agentrunner.Fail(agentrunner.ClassUnavailable, "%s: invalid response (status %d): %s", what, resp.StatusCode, c.clean(err.Error()))
-	}
-	return resp.StatusCode, rc, nil
+	return resp.StatusCode, body, nil
 }
 
 // parseReceipt decodes a success body and checks what the engine relies on.
@@ -259,4 +291,307 @@ func checkBearer(token string) error {
 		}
 	}
 	return nil
+}
+
+// Account is the trading account as the Execution Service sees it: the
+// answer of GET /v1/account. Agents read it through the current_position
+// tool (FR-127) to size and check strategies against what is held.
+type Account struct {
+	// AsOf is when the service took this snapshot.
+	AsOf time.Time `json:"as_of"`
+	// Equity is the account's total value in Currency; Cash the part of it
+	// held as cash. Either may be negative on a margin account.
+	Equity   float64 `json:"equity"`
+	Cash     float64 `json:"cash"`
+	Currency string  `json:"currency"`
+	// Positions, Balances and OpenOrders are never nil in an Account that
+	// ParseAccount returned: an empty list means there are none.
+	Positions  []Position `json:"positions"`
+	Balances   []Balance  `json:"balances"`
+	OpenOrders []Order    `json:"open_orders"`
+}
+
+// Position is an open position in one asset.
+type Position struct {
+	Asset string `json:"asset"`
+	// Quantity is the size held, never negative; Side says the direction.
+	Quantity      float64 `json:"quantity"`
+	AvgEntryPrice float64 `json:"avg_entry_price"`
+	MarkPrice     float64 `json:"mark_price"`
+	// MarketValue and UnrealizedPnL are in the account's currency and signed.
+	MarketValue   float64 `json:"market_value"`
+	UnrealizedPnL float64 `json:"unrealized_pnl"`
+	// Side is "long" or "short".
+	Side string `json:"side"`
+}
+
+// Balance is what the account holds of one asset (a coin or a currency).
+type Balance struct {
+	Asset string `json:"asset"`
+	// Free can be used; Locked is reserved by open orders.
+	Free   float64 `json:"free"`
+	Locked float64 `json:"locked"`
+}
+
+// Order is an order the service placed that has not finished.
+type Order struct {
+	ID    string `json:"id"`
+	Asset string `json:"asset"`
+	// Side is "buy" or "sell".
+	Side string `json:"side"`
+	// Type is "market", "limit", "stop" or "stop_limit".
+	Type     string  `json:"type"`
+	Quantity float64 `json:"quantity"`
+	// Price is the limit or stop price; nil for a market order.
+	Price *float64 `json:"price"`
+	// Status is "open" or "partially_filled".
+	Status    string    `json:"status"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Enumerations of the account contract.
+var (
+	positionSides = []string{"long", "short"}
+	orderSides    = []string{"buy", "sell"}
+	orderTypes    = []string{"market", "limit", "stop", "stop_limit"}
+	orderStatuses = []string{"open", "partially_filled"}
+)
+
+// ParseAccount decodes and validates the body of GET /v1/account. Unknown
+// fields are allowed, as for every answer of the contract; a missing
+// required field, a negative quantity or price, an unknown enumeration value
+// or a bad time is an error that names the field, such as
+// "positions[1].mark_price is missing".
+func ParseAccount(body []byte) (*Account, error) {
+	var w struct {
+		AsOf       *string           `json:"as_of"`
+		Equity     *float64          `json:"equity"`
+		Cash       *float64          `json:"cash"`
+		Currency   *string           `json:"currency"`
+		Positions  []json.RawMessage `json:"positions"`
+		Balances   []json.RawMessage `json:"balances"`
+		OpenOrders []json.RawMessage `json:"open_orders"`
+	}
+	if err := json.Unmarshal(body, &w); err != nil {
+		return nil, fmt.Errorf("body is not a JSON account: %v", err)
+	}
+	v := &fieldChecker{}
+	a := &Account{
+		AsOf:       v.time("as_of", w.AsOf),
+		Equity:     v.number("equity", w.Equity, false),
+		Cash:       v.number("cash", w.Cash, false),
+		Currency:   v.currency("currency", w.Currency),
+		Positions:  []Position{},
+		Balances:   []Balance{},
+		OpenOrders: []Order{},
+	}
+	v.list("positions", w.Positions)
+	v.list("balances", w.Balances)
+	v.list("open_orders", w.OpenOrders)
+	if v.err != nil {
+		return nil, v.err
+	}
+	for i, raw := range w.Positions {
+		var p struct {
+			Asset         *string  `json:"asset"`
+			Quantity      *float64 `json:"quantity"`
+			AvgEntryPrice *float64 `json:"avg_entry_price"`
+			MarkPrice     *float64 `json:"mark_price"`
+			MarketValue   *float64 `json:"market_value"`
+			UnrealizedPnL *float64 `json:"unrealized_pnl"`
+			Side          *string  `json:"side"`
+		}
+		at := fmt.Sprintf("positions[%d]", i)
+		if err := json.Unmarshal(raw, &p); err != nil {
+			return nil, fmt.Errorf("%s is not a position object: %v", at, err)
+		}
+		a.Positions = append(a.Positions, Position{
+			Asset:         v.asset(at+".asset", p.Asset),
+			Quantity:      v.number(at+".quantity", p.Quantity, true),
+			AvgEntryPrice: v.number(at+".avg_entry_price", p.AvgEntryPrice, true),
+			MarkPrice:     v.number(at+".mark_price", p.MarkPrice, true),
+			MarketValue:   v.number(at+".market_value", p.MarketValue, false),
+			UnrealizedPnL: v.number(at+".unrealized_pnl", p.UnrealizedPnL, false),
+			Side:          v.enum(at+".side", p.Side, positionSides),
+		})
+	}
+	for i, raw := range w.Balances {
+		var b struct {
+			Asset  *string  `json:"asset"`
+			Free   *float64 `json:"free"`
+			Locked *float64 `json:"locked"`
+		}
+		at := fmt.Sprintf("balances[%d]", i)
+		if err := json.Unmarshal(raw, &b); err != nil {
+			return nil, fmt.Errorf("%s is not a balance object: %v", at, err)
+		}
+		a.Balances = append(a.Balances, Balance{
+			Asset:  v.asset(at+".asset", b.Asset),
+			Free:   v.number(at+".free", b.Free, true),
+			Locked: v.number(at+".locked", b.Locked, true),
+		})
+	}
+	for i, raw := range w.OpenOrders {
+		var o struct {
+			ID        *string         `json:"id"`
+			Asset     *string         `json:"asset"`
+			Side      *string         `json:"side"`
+			Type      *string         `json:"type"`
+			Quantity  *float64        `json:"quantity"`
+			Price     json.RawMessage `json:"price"`
+			Status    *string         `json:"status"`
+			CreatedAt *string         `json:"created_at"`
+		}
+		at := fmt.Sprintf("open_orders[%d]", i)
+		if err := json.Unmarshal(raw, &o); err != nil {
+			return nil, fmt.Errorf("%s is not an order object: %v", at, err)
+		}
+		order := Order{
+			ID:        v.id(at+".id", o.ID),
+			Asset:     v.asset(at+".asset", o.Asset),
+			Side:      v.enum(at+".side", o.Side, orderSides),
+			Type:      v.enum(at+".type", o.Type, orderTypes),
+			Quantity:  v.number(at+".quantity", o.Quantity, true),
+			Status:    v.enum(at+".status", o.Status, orderStatuses),
+			CreatedAt: v.time(at+".created_at", o.CreatedAt),
+		}
+		order.Price = v.price(at+".price", o.Price, order.Type)
+		a.OpenOrders = append(a.OpenOrders, order)
+	}
+	if v.err != nil {
+		return nil, v.err
+	}
+	return a, nil
+}
+
+// Validate checks an Account against the same rules as ParseAccount, so a
+// service (or the mock) can refuse to send one that breaks the contract.
+func (a *Account) Validate() error {
+	if a == nil {
+		return errors.New("account is missing")
+	}
+	body, err := json.Marshal(a)
+	if err != nil {
+		return fmt.Errorf("account cannot be encoded: %v", err)
+	}
+	_, err = ParseAccount(body)
+	return err
+}
+
+// fieldChecker validates fields of a decoded answer and keeps the first
+// problem, so the parser reads straight through.
+type fieldChecker struct{ err error }
+
+func (v *fieldChecker) fail(format string, args ...any) {
+	if v.err == nil {
+		v.err = fmt.Errorf(format, args...)
+	}
+}
+
+func (v *fieldChecker) number(at string, f *float64, nonNegative bool) float64 {
+	switch {
+	case f == nil:
+		v.fail("%s is missing", at)
+		return 0
+	case math.IsNaN(*f) || math.IsInf(*f, 0):
+		v.fail("%s is not a finite number", at)
+	case nonNegative && *f < 0:
+		v.fail("%s is %v; it must not be negative", at, *f)
+	}
+	return *f
+}
+
+func (v *fieldChecker) time(at string, s *string) time.Time {
+	if s == nil {
+		v.fail("%s is missing", at)
+		return time.Time{}
+	}
+	t, err := time.Parse(time.RFC3339Nano, *s)
+	if err != nil {
+		v.fail("%s %q is not an RFC 3339 time", at, clip(*s, 80))
+	}
+	return t
+}
+
+func (v *fieldChecker) currency(at string, s *string) string {
+	if s == nil {
+		v.fail("%s is missing", at)
+		return ""
+	}
+	ok := len(*s) == 3
+	for i := 0; ok && i < len(*s); i++ {
+		ok = (*s)[i] >= 'A' && (*s)[i] <= 'Z'
+	}
+	if !ok {
+		v.fail("%s %q is not a three-letter currency code such as USD", at, clip(*s, 40))
+	}
+	return *s
+}
+
+// maxAssetLen bounds asset names; they are shown to models and in logs.
+const maxAssetLen = 40
+
+func (v *fieldChecker) asset(at string, s *string) string {
+	if s == nil || *s == "" {
+		v.fail("%s is missing", at)
+		return ""
+	}
+	ok := len(*s) <= maxAssetLen
+	for i := 0; ok && i < len(*s); i++ {
+		c := (*s)[i]
+		ok = c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || strings.IndexByte("._:/-", c) >= 0
+	}
+	if !ok {
+		v.fail("%s %q is not an asset name (1 to %d letters, digits and . _ : / -)", at, clip(*s, 60), maxAssetLen)
+	}
+	return *s
+}
+
+func (v *fieldChecker) id(at string, s *string) string {
+	if s == nil {
+		v.fail("%s is missing", at)
+		return ""
+	}
+	if err := checkToken(at, *s); err != nil {
+		v.fail("%v", err)
+	}
+	return *s
+}
+
+func (v *fieldChecker) enum(at string, s *string, allowed []string) string {
+	if s == nil {
+		v.fail("%s is missing", at)
+		return ""
+	}
+	for _, a := range allowed {
+		if *s == a {
+			return *s
+		}
+	}
+	v.fail("%s %q is not one of %s", at, clip(*s, 40), strings.Join(allowed, ", "))
+	return *s
+}
+
+func (v *fieldChecker) list(at string, items []json.RawMessage) {
+	if items == nil {
+		v.fail("%s is missing (send [] when there are none)", at)
+	}
+}
+
+// price checks an order's price: a non-negative number, or null (or
+// absent) for a market order only.
+func (v *fieldChecker) price(at string, raw json.RawMessage, orderType string) *float64 {
+	if len(raw) == 0 || string(raw) == "null" {
+		if orderType != "market" {
+			v.fail("%s is missing; only a market order may have none", at)
+		}
+		return nil
+	}
+	var f float64
+	if err := json.Unmarshal(raw, &f); err != nil {
+		v.fail("%s is not a number", at)
+		return nil
+	}
+	v.number(at, &f, true)
+	return &f
 }

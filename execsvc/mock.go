@@ -49,6 +49,11 @@ type MockOptions struct {
 	Token string
 	// Now is the mock's clock; nil means time.Now.
 	Now func() time.Time
+	// Account is what GET /v1/account answers. Nil serves an empty USD
+	// account (no equity, positions, balances or orders); a zero AsOf is
+	// replaced with the mock's clock at each request. An Account that breaks
+	// the contract is answered with 500, so a test cannot pass by accident.
+	Account *Account
 }
 
 // Request is one request the mock received, whatever its outcome.
@@ -193,6 +198,11 @@ func (m *Mock) route(r *http.Request, body []byte, readErr error) reply {
 	const collection = "/v1/strategies"
 	path := r.URL.Path
 	switch {
+	case path == "/v1/account":
+		if r.Method != http.MethodGet {
+			return methodNotAllowed(http.MethodGet)
+		}
+		return m.account()
 	case path == collection:
 		if r.Method != http.MethodPost {
 			return methodNotAllowed(http.MethodPost)
@@ -286,6 +296,32 @@ func (m *Mock) status(id string) reply {
 		rc.Error = m.opts.FailWith
 	}
 	return reply{status: http.StatusOK, body: encodeJSON(rc)}
+}
+
+// account is GET /v1/account.
+func (m *Mock) account() reply {
+	a := Account{Currency: "USD"}
+	if m.opts.Account != nil {
+		a = *m.opts.Account
+	}
+	if a.AsOf.IsZero() {
+		a.AsOf = m.opts.Now().UTC()
+	}
+	// Lists are sent as [] rather than null, as the contract requires.
+	a.Positions = nonNil(a.Positions)
+	a.Balances = nonNil(a.Balances)
+	a.OpenOrders = nonNil(a.OpenOrders)
+	if err := a.Validate(); err != nil {
+		return errorReply(http.StatusInternalServerError, "internal", "the mock's configured account breaks the contract: "+err.Error())
+	}
+	return reply{status: http.StatusOK, body: encodeJSON(a)}
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }
 
 func methodNotAllowed(allow string) reply {

@@ -9,6 +9,7 @@ import (
 	"github.com/agentrunner/agentrunner"
 	"github.com/agentrunner/agentrunner/config"
 	"github.com/agentrunner/agentrunner/execsvc"
+	"github.com/agentrunner/agentrunner/workspace"
 	"github.com/spf13/cobra"
 )
 
@@ -42,18 +43,14 @@ each step as it happens. Nothing leaves this machine.`,
 			for _, a := range cfg.Agents {
 				a.Provider = config.ProviderMock
 			}
-			ws, err := loadWorkspaceFrom(cfg)
-			if err != nil {
-				return err
-			}
-			exec, err := buildExec(cfg)
+			ws, err := workspace.Load(cfg)
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(out, "demo workspace: %s (mock agents, mock Execution Service at %s)\n", dir, url)
 			p := &progress{w: out}
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-			r, err := openRunner(cmd.Context(), ws, exec, agentrunner.SystemClock{}, log, p.onEvent)
+			r, err := openRunner(cmd.Context(), ws, agentrunner.SystemClock{}, log, p.onEvent)
 			if err != nil {
 				return err
 			}

@@ -96,6 +96,8 @@ agents and records every state change durably, so a crash resumes where it stopp
 		newServeCommand(),
 		newDemoCommand(),
 		newStatusCommand(),
+		newToolsCommand(),
+		newMCPCommand(),
 	)
 	// Cobra reports wrong arguments and unknown commands as plain errors,
 	// which would exit 1; they are usage errors like bad flags (exit 2).

@@ -54,11 +54,7 @@ the cycle completed. Without --once it runs cycles on schedule until interrupted
 
 // prepare opens a loaded workspace for running.
 func prepare(ctx context.Context, ws *workspace.Workspace, log *slog.Logger, onEvent func(*agentrunner.Event)) (*runner, error) {
-	exec, err := buildExec(ws.Config)
-	if err != nil {
-		return nil, err
-	}
-	return openRunner(ctx, ws, exec, agentrunner.SystemClock{}, log, onEvent)
+	return openRunner(ctx, ws, agentrunner.SystemClock{}, log, onEvent)
 }
 
 // report prints where a cycle's artifacts are, and fails unless it completed.

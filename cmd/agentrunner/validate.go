@@ -3,10 +3,13 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
+	"time"
 	"strings"
 
 	"github.com/agentrunner/agentrunner"
 	"github.com/agentrunner/agentrunner/config"
+	"github.com/agentrunner/agentrunner/toolbox"
 	"github.com/agentrunner/agentrunner/workspace"
 	"github.com/spf13/cobra"
 )
@@ -35,14 +38,31 @@ template and JSON Schema, and reports every problem it finds. Exit status 1 if a
 			} else if err != nil {
 				return failureError(err)
 			}
-			_, rp := buildRuntimes(cfg, agentrunner.SystemClock{})
+			keys, kp := providerKeys(cfg, os.LookupEnv)
+			problems = append(problems, kp...)
+			_, rp := buildRuntimes(cfg, ws, nil, agentrunner.SystemClock{}, keys)
 			problems = append(problems, rp...)
-			if _, err := buildExec(cfg); err != nil {
+			es, err := buildExec(cfg, os.LookupEnv)
+			if err != nil {
 				var ep config.Problems
 				if !errors.As(err, &ep) {
-					ep = config.Problems{{Where: cfg.Where("execution_service"), Key: "execution_service", Message: err.Error()}}
+					ep = config.Problems{problem(cfg, "execution_service", err)}
 				}
 				problems = append(problems, ep...)
+			}
+			deps := toolbox.Deps{LookupEnv: os.LookupEnv, Now: time.Now}
+			if es != nil {
+				deps.Account = es
+			}
+			box, err := toolbox.Build(cmd.Context(), cfg, toolbox.InUse(cfg), deps)
+			if err != nil {
+				var tp config.Problems
+				if !errors.As(err, &tp) {
+					tp = config.Problems{problem(cfg, "tools", err)}
+				}
+				problems = append(problems, tp...)
+			} else {
+				box.Close()
 			}
 			if len(problems) > 0 {
 				return failureError(problems)

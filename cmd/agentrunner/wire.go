@@ -4,16 +4,23 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 
 	"github.com/agentrunner/agentrunner"
 	"github.com/agentrunner/agentrunner/config"
 	"github.com/agentrunner/agentrunner/engine"
 	"github.com/agentrunner/agentrunner/execsvc"
+	"github.com/agentrunner/agentrunner/llm"
+	"github.com/agentrunner/agentrunner/llm/anthropic"
+	"github.com/agentrunner/agentrunner/llm/openai"
 	"github.com/agentrunner/agentrunner/runtime/mock"
+	"github.com/agentrunner/agentrunner/runtime/model"
 	"github.com/agentrunner/agentrunner/runtime/process"
 	"github.com/agentrunner/agentrunner/sqlite"
+	"github.com/agentrunner/agentrunner/tool"
+	"github.com/agentrunner/agentrunner/toolbox"
 	"github.com/agentrunner/agentrunner/workspace"
 )
 
@@ -23,24 +30,64 @@ func loadWorkspace(path string) (*workspace.Workspace, error) {
 	if err != nil {
 		return nil, err
 	}
-	return loadWorkspaceFrom(cfg)
-}
-
-func loadWorkspaceFrom(cfg *config.Config) (*workspace.Workspace, error) {
 	return workspace.Load(cfg)
 }
 
-// buildRuntimes makes one runtime per provider. Problems are reported per
-// provider, located in the configuration.
-func buildRuntimes(cfg *config.Config, clock agentrunner.Clock) (map[string]agentrunner.Runtime, config.Problems) {
+// problem makes a located problem of an error about a configuration key.
+func problem(cfg *config.Config, key string, err error) config.Problem {
+	return config.Problem{Where: cfg.Where(key), Key: key, Message: err.Error()}
+}
+
+// usedProviders returns the providers some agent uses, sorted.
+func usedProviders(cfg *config.Config) []string {
+	used := map[string]bool{}
+	for _, a := range cfg.Agents {
+		if a != nil {
+			used[a.Provider] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(used))
+}
+
+// providerKeys reads the API keys of the model providers agents use. A
+// provider with its own base URL (a local OpenAI-compatible server) may
+// have none; otherwise a missing key is a problem naming the variable
+// (FR-139).
+func providerKeys(cfg *config.Config, lookupEnv func(string) (string, bool)) (map[string]string, config.Problems) {
+	keys := map[string]string{}
+	var problems config.Problems
+	for _, name := range usedProviders(cfg) {
+		p := cfg.Providers[name]
+		if p == nil || (p.Kind != config.ProviderOpenAI && p.Kind != config.ProviderAnthropic) {
+			continue
+		}
+		key, _ := lookupEnv(p.APIKeyEnv)
+		if key == "" && p.BaseURL == "" {
+			problems = append(problems, problem(cfg, "providers."+name+".api_key_env",
+				fmt.Errorf("environment variable %s is not set: the %s provider needs its API key", p.APIKeyEnv, p.Kind)))
+			continue
+		}
+		keys[name] = key
+	}
+	return keys, problems
+}
+
+// buildModel makes the LLM client of a model provider.
+func buildModel(cfg *config.Config, name, key string) (llm.Model, error) {
+	p := cfg.Providers[name]
+	if p.Kind == config.ProviderAnthropic {
+		return anthropic.New(anthropic.Config{BaseURL: p.BaseURL, APIKey: key, RequestTimeout: p.RequestTimeout.D()})
+	}
+	return openai.New(openai.Config{BaseURL: p.BaseURL, APIKey: key, RequestTimeout: p.RequestTimeout.D()})
+}
+
+// buildRuntimes makes the runtime of every provider an agent uses, with the
+// model providers' keys from providerKeys. tools may be nil to only check
+// the providers (validate).
+func buildRuntimes(cfg *config.Config, ws *workspace.Workspace, tools *tool.Executor, clock agentrunner.Clock, keys map[string]string) (map[string]agentrunner.Runtime, config.Problems) {
 	runtimes := map[string]agentrunner.Runtime{}
 	var problems config.Problems
-	names := make([]string, 0, len(cfg.Providers))
-	for name := range cfg.Providers {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range usedProviders(cfg) {
 		p := cfg.Providers[name]
 		if p == nil {
 			continue // reported by the configuration's validation
@@ -51,67 +98,140 @@ func buildRuntimes(cfg *config.Config, clock agentrunner.Clock) (map[string]agen
 		case config.ProviderProcess:
 			rt, err := process.New(process.Config{Command: p.Command, Env: p.Env, KillGrace: p.KillGrace.D()})
 			if err != nil {
-				problems = append(problems, config.Problem{Where: cfg.Where("providers." + name), Key: "providers." + name, Message: err.Error()})
+				problems = append(problems, problem(cfg, "providers."+name, err))
 				continue
 			}
 			runtimes[name] = rt
+		case config.ProviderOpenAI, config.ProviderAnthropic:
+			key, ok := keys[name]
+			if !ok {
+				continue // its missing key is a problem of providerKeys
+			}
+			m, err := buildModel(cfg, name, key)
+			if err != nil {
+				problems = append(problems, problem(cfg, "providers."+name, err))
+				continue
+			}
+			runtimes[name] = model.New(m, ws, tools, key)
 		}
 	}
 	return runtimes, problems
 }
 
-// buildExec returns the Execution Service client, or nil when the pipeline
-// does not use one. A configured token variable must be set (FR-139).
-func buildExec(cfg *config.Config) (engine.ExecutionService, error) {
+// buildExec returns the Execution Service client, or nil when none is
+// configured. A configured token variable must be set (FR-139).
+func buildExec(cfg *config.Config, lookupEnv func(string) (string, bool)) (*execsvc.Client, error) {
 	if cfg.ExecutionService.URL == "" {
 		return nil, nil
 	}
 	var token string
 	if name := cfg.ExecutionService.TokenEnv; name != "" {
-		token = os.Getenv(name)
+		token, _ = lookupEnv(name)
 		if token == "" {
-			return nil, config.Problems{{Where: cfg.Where("execution_service.token_env"), Key: "execution_service.token_env",
-				Message: fmt.Sprintf("environment variable %s is not set", name)}}
+			return nil, config.Problems{problem(cfg, "execution_service.token_env", fmt.Errorf("environment variable %s is not set", name))}
 		}
 	}
-	return execsvc.NewClient(cfg.ExecutionService.URL, token, cfg.ExecutionService.RequestTimeout.D())
+	c, err := execsvc.NewClient(cfg.ExecutionService.URL, token, cfg.ExecutionService.RequestTimeout.D())
+	if err != nil {
+		return nil, config.Problems{problem(cfg, "execution_service.url", err)}
+	}
+	return c, nil
 }
 
-// runner is a workspace opened for running: locked, with its store.
+// toolSecrets reads the secrets of the tools and MCP servers in use, so
+// they are redacted wherever a call would show them.
+func toolSecrets(cfg *config.Config, lookupEnv func(string) (string, bool)) []string {
+	var secrets []string
+	for _, t := range cfg.Tools {
+		if v, _ := lookupEnv(t.APIKeyEnv); t.APIKeyEnv != "" && v != "" {
+			secrets = append(secrets, v)
+		}
+	}
+	for _, m := range cfg.MCPServers {
+		if v, _ := lookupEnv(m.BearerEnv); m.BearerEnv != "" && v != "" {
+			secrets = append(secrets, v)
+		}
+	}
+	if name := cfg.ExecutionService.TokenEnv; name != "" {
+		if v, _ := lookupEnv(name); v != "" {
+			secrets = append(secrets, v)
+		}
+	}
+	return secrets
+}
+
+// runner is a workspace opened for running: locked, with its store, its
+// tools and its engine.
 type runner struct {
 	ws     *workspace.Workspace
 	store  *sqlite.Store
 	lock   *workspace.Lock
+	box    *toolbox.Box
+	tools  *tool.Executor
 	engine *engine.Engine
 }
 
 func (r *runner) Close() {
+	if r.box != nil {
+		r.box.Close()
+	}
 	if r.store != nil {
 		r.store.Close()
 	}
 	r.lock.Release()
 }
 
-// openRunner locks the workspace, opens its store and builds the engine.
-func openRunner(ctx context.Context, ws *workspace.Workspace, exec engine.ExecutionService, clock agentrunner.Clock, log *slog.Logger, onEvent func(*agentrunner.Event)) (*runner, error) {
-	runtimes, problems := buildRuntimes(ws.Config, clock)
-	if len(problems) > 0 {
-		return nil, problems
+// openRunner locks the workspace, opens its store, builds the tools the
+// agents may call and the runtimes of the providers they use, and the
+// engine. exec overrides the Execution Service (the demo's mock).
+func openRunner(ctx context.Context, ws *workspace.Workspace, clock agentrunner.Clock, log *slog.Logger, onEvent func(*agentrunner.Event)) (_ *runner, err error) {
+	cfg := ws.Config
+	lookupEnv := os.LookupEnv
+	es, err := buildExec(cfg, lookupEnv)
+	if err != nil {
+		return nil, err
 	}
 	lock, err := ws.Layout.Acquire()
 	if err != nil {
 		return nil, failureError(err)
 	}
 	r := &runner{ws: ws, lock: lock}
-	if r.store, err = sqlite.Open(ctx, ws.Config.Abs(ws.Config.State.Path)); err != nil {
-		r.Close()
+	defer func() {
+		if err != nil {
+			r.Close()
+		}
+	}()
+	if r.store, err = sqlite.Open(ctx, cfg.Abs(cfg.State.Path)); err != nil {
 		return nil, err
 	}
-	r.engine, err = engine.New(engine.Options{
-		Workspace: ws, Store: r.store, Runtimes: runtimes, Exec: exec, Clock: clock, Logger: log, OnEvent: onEvent,
-	})
+	keys, problems := providerKeys(cfg, lookupEnv)
+	if len(problems) > 0 {
+		return nil, problems
+	}
+	deps := toolbox.Deps{LookupEnv: lookupEnv, Now: clock.Now}
+	if es != nil {
+		deps.Account = es
+	}
+	if r.box, err = toolbox.Build(ctx, cfg, toolbox.InUse(cfg), deps); err != nil {
+		return nil, err
+	}
+	secrets := append(toolSecrets(cfg, lookupEnv), slices.Collect(maps.Values(keys))...)
+	r.tools = tool.NewExecutor(r.box.Registry, tool.Options{Clock: clock, Record: engine.EventRecorder(r.store, log), Secrets: secrets})
+	runtimes, problems := buildRuntimes(cfg, ws, r.tools, clock, keys)
+	if len(problems) > 0 {
+		return nil, problems
+	}
+	self, err := os.Executable()
 	if err != nil {
-		r.Close()
+		return nil, fmt.Errorf("find the agentrunner executable for process agents' MCP server: %w", err)
+	}
+	opts := engine.Options{
+		Workspace: ws, Store: r.store, Runtimes: runtimes, Clock: clock, Logger: log, OnEvent: onEvent, MCPCommand: self,
+	}
+	if es != nil {
+		opts.Exec = es
+	}
+	if r.engine, err = engine.New(opts); err != nil {
 		return nil, err
 	}
 	return r, nil

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/config"
+	"github.com/agentrunner/agentrunner/engine"
+	"github.com/agentrunner/agentrunner/mcp"
+	"github.com/agentrunner/agentrunner/sqlite"
+	"github.com/agentrunner/agentrunner/tool"
+	"github.com/agentrunner/agentrunner/toolbox"
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+)
+
+func newMCPCommand() *cobra.Command {
+	var path string
+	var call agentrunner.ToolCall
+	cmd := &cobra.Command{
+		Use:   "mcp --agent NAME",
+		Short: "Serve an agent's tools over MCP on stdio (for process agents such as coding-agent CLIs)",
+		Long: `mcp serves the tools an agent may use over the Model Context Protocol on stdin/stdout,
+through the same executor HTTP agents use: schema validation, timeouts, retries, circuit
+breakers, and a tool.call event per call in the workspace's state database. The runner starts
+it for process agents through the MCP configuration it writes for each attempt ({mcp_config});
+--cycle, --step and --attempt say which attempt the calls belong to.`,
+		Args: usageArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := config.Load(path)
+			if err != nil {
+				return err
+			}
+			agent := cfg.Agents[call.Agent]
+			if agent == nil {
+				return usageError(fmt.Errorf("--agent %q is not an agent of %s", call.Agent, path))
+			}
+			// stdout is the protocol; everything else goes to stderr.
+			log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+			deps, err := toolDeps(cfg)
+			if err != nil {
+				return err
+			}
+			box, err := toolbox.Build(cmd.Context(), cfg, agent.Tools, deps)
+			if err != nil {
+				return failureError(err)
+			}
+			defer box.Close()
+			store, err := sqlite.Open(cmd.Context(), cfg.Abs(cfg.State.Path))
+			if err != nil {
+				return failureError(err)
+			}
+			defer store.Close()
+			exec := tool.NewExecutor(box.Registry, tool.Options{Record: engine.EventRecorder(store, log), Secrets: toolSecrets(cfg, os.LookupEnv)})
+			scope := exec.Scope(agent.Tools)
+			if err := scope.Err(); err != nil {
+				return failureError(err)
+			}
+			return failureError(mcp.Serve(cmd.Context(), &mcpsdk.StdioTransport{}, scope, call))
+		},
+	}
+	cmd.Flags().StringVar(&call.Agent, "agent", "", "the agent whose tools to serve")
+	cmd.Flags().StringVar(&call.CycleID, "cycle", "", "the cycle the calls belong to")
+	cmd.Flags().StringVar(&call.Step, "step", "", "the step the calls belong to")
+	cmd.Flags().IntVar(&call.Attempt, "attempt", 0, "the attempt the calls belong to")
+	cmd.MarkFlagRequired("agent")
+	configFlag(cmd, &path)
+	return cmd
+}

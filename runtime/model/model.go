@@ -1,0 +1,238 @@
+// Package model is the agent runtime for LLM providers over HTTP: a
+// conversation in which agentrunner offers the agent's tools, runs the
+// model's tool calls through the tool executor, feeds the results back and
+// takes the model's final answer as the output artifact (FR-144..147).
+//
+// A model cannot open files, so it gets filesystem_read/filesystem_tree
+// confined to exactly its inputs, mailbox, memory and template, or, with
+// inline_inputs, their content in the prompt. Its answer is checked against
+// the output contract; invalid output goes back to the model with the
+// problems for a bounded number of repair turns. Every request and
+// response is recorded in the attempt folder, credentials redacted.
+package model
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+
+	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/llm"
+	"github.com/agentrunner/agentrunner/tool"
+	"github.com/agentrunner/agentrunner/tool/fstool"
+	"github.com/agentrunner/agentrunner/workspace"
+)
+
+// Tools is what the runtime needs of the tool executor: a view scoped to
+// one attempt.
+type Tools interface {
+	Scope(allowed []string, local ...tool.Local) *tool.Scope
+}
+
+// Runtime runs the agents of one provider.
+type Runtime struct {
+	model   llm.Model
+	ws      *workspace.Workspace
+	tools   Tools
+	secrets []string
+}
+
+var _ agentrunner.Runtime = (*Runtime)(nil)
+
+// New returns a runtime that talks to model. secrets (the provider's API
+// key) are redacted from the recorded exchanges.
+func New(model llm.Model, ws *workspace.Workspace, tools Tools, secrets ...string) *Runtime {
+	return &Runtime{model: model, ws: ws, tools: tools, secrets: secrets}
+}
+
+// RecordingDir is the folder of an attempt's recorded exchanges.
+const RecordingDir = "exchanges"
+
+// Run holds the conversation of one attempt.
+func (r *Runtime) Run(ctx context.Context, inv *agentrunner.Invocation) (*agentrunner.RunResult, error) {
+	agent := r.ws.Agents[inv.Agent]
+	if agent == nil {
+		return nil, agentrunner.Fail(agentrunner.ClassInternal, "agent %q is not in the workspace", inv.Agent)
+	}
+	recDir := filepath.Join(inv.Dir, RecordingDir)
+	if err := os.MkdirAll(recDir, 0o755); err != nil {
+		return nil, agentrunner.Fail(agentrunner.ClassInternal, "create recording folder: %v", err)
+	}
+	ctx = llm.WithRecording(ctx, llm.NewRecording(recDir, r.secrets...))
+
+	var local []tool.Local
+	if !agent.InlineInputs {
+		local = fstool.New(readable(inv))
+	}
+	scope := r.tools.Scope(inv.Tools, local...)
+	if err := scope.Err(); err != nil {
+		return nil, agentrunner.Fail(agentrunner.ClassConfig, "tools of agent %s: %v", inv.Agent, err)
+	}
+	c := &conversation{rt: r, inv: inv, agent: agent, scope: scope, result: &agentrunner.RunResult{}}
+	for _, s := range scope.Specs() {
+		c.specs = append(c.specs, llm.ToolSpec{Name: s.Name, Description: s.Description, Parameters: s.Parameters})
+	}
+	err := c.run(ctx)
+	return c.result, err
+}
+
+// readable is every file the agent may read: its inputs, mailbox, memory,
+// template and schema.
+func readable(inv *agentrunner.Invocation) []string {
+	files := []string{inv.MailboxPath, inv.TemplatePath}
+	for _, p := range []string{inv.MemoryPath, inv.SchemaPath} {
+		if p != "" {
+			files = append(files, p)
+		}
+	}
+	for _, in := range inv.Inputs {
+		files = append(files, in.Path)
+	}
+	return files
+}
+
+type conversation struct {
+	rt     *Runtime
+	inv    *agentrunner.Invocation
+	agent  *workspace.Agent
+	scope  *tool.Scope
+	specs  []llm.ToolSpec
+	msgs   []llm.Message
+	usage  llm.Usage
+	result *agentrunner.RunResult
+}
+
+func (c *conversation) run(ctx context.Context) error {
+	a := c.agent
+	isJSON := filepath.Ext(a.Output.File) == ".json"
+	c.msgs = []llm.Message{{Role: llm.User, Text: fmt.Sprintf(
+		"Produce %s now. Read what you need with your tools, then answer with the complete content of %s and nothing else: your final answer becomes the file.",
+		a.Output.File, a.Output.File)}}
+	repairs := 0
+	for turn := 1; ; turn++ {
+		if turn > a.MaxTurns {
+			return agentrunner.Fail(agentrunner.ClassInvalidOutput, "the model gave no final answer within max_turns (%d)", a.MaxTurns)
+		}
+		req := &llm.Request{
+			Model: a.Model, System: c.inv.Prompt, Messages: c.msgs, Tools: c.specs,
+			Temperature: a.Temperature, MaxTokens: a.MaxTokens,
+		}
+		if isJSON {
+			req.JSONSchema, req.SchemaName = c.schema(), strings.TrimSuffix(a.Output.File, ".json")
+		}
+		resp, err := c.rt.model.Generate(ctx, req)
+		if err != nil {
+			return err
+		}
+		c.account(resp)
+		if err := c.checkBudget(); err != nil {
+			return err
+		}
+		c.msgs = append(c.msgs, llm.Message{Role: llm.Assistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
+		if len(resp.ToolCalls) > 0 {
+			c.msgs = append(c.msgs, llm.Message{Role: llm.User, ToolResults: c.callTools(ctx, resp.ToolCalls)})
+			continue
+		}
+		answer := unfence(resp.Text)
+		problems := c.check(answer, resp.StopReason)
+		if len(problems) == 0 || repairs >= *a.RepairTurns {
+			// Invalid output after the repairs is written all the same: the
+			// engine validates it again, rejects it and records why.
+			if err := os.WriteFile(c.inv.OutputPath, []byte(answer), 0o644); err != nil {
+				return agentrunner.Fail(agentrunner.ClassInternal, "write output: %v", err)
+			}
+			return nil
+		}
+		repairs++
+		c.msgs = append(c.msgs, llm.Message{Role: llm.User, Text: fmt.Sprintf(
+			"Your answer breaks the contract of %s:\n- %s\nAnswer again with the complete, corrected content of %s and nothing else.",
+			a.Output.File, strings.Join(problems, "\n- "), a.Output.File)})
+	}
+}
+
+// schema returns the artifact's JSON Schema, for structured output.
+func (c *conversation) schema() json.RawMessage {
+	if c.inv.SchemaPath == "" {
+		return nil
+	}
+	data, err := os.ReadFile(c.inv.SchemaPath)
+	if err != nil || !json.Valid(data) {
+		return nil // the workspace checked it at startup; without it the answer is still validated
+	}
+	return data
+}
+
+func (c *conversation) account(resp *llm.Response) {
+	c.usage = c.usage.Add(resp.Usage)
+	u := &c.result.Usage
+	u.InputTokens, u.OutputTokens, u.CachedTokens = c.usage.InputTokens, c.usage.OutputTokens, c.usage.CachedTokens
+	u.Turns++
+	u.ToolCalls += len(resp.ToolCalls)
+}
+
+func (c *conversation) checkBudget() error {
+	b := c.inv.TokenBudget
+	if b.Limit > 0 && c.usage.Total() > b.Limit {
+		return agentrunner.Fail(agentrunner.ClassBudget, "token budget exceeded: %d tokens used, %s allows %d", c.usage.Total(), b.Source, b.Limit)
+	}
+	return nil
+}
+
+// callTools runs the calls of one turn concurrently and returns their
+// results in the order of the calls (FR-113).
+func (c *conversation) callTools(ctx context.Context, calls []llm.ToolCall) []llm.ToolResult {
+	results := make([]llm.ToolResult, len(calls))
+	var wg sync.WaitGroup
+	for i, call := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res := c.scope.Execute(ctx, agentrunner.ToolCall{
+				ID: call.ID, Name: call.Name, Arguments: call.Arguments,
+				Agent: c.inv.Agent, Step: c.inv.Step, CycleID: c.inv.CycleID, Attempt: c.inv.Attempt,
+			})
+			results[i] = llm.ToolResult{CallID: call.ID, Content: encodeResult(res), IsError: res.IsError}
+		}()
+	}
+	wg.Wait()
+	return results
+}
+
+// encodeResult writes a tool result as the {"isError", "message"} JSON the
+// model reads, without escaping <, > and & as HTML would need.
+func encodeResult(res agentrunner.ToolResult) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.Encode(res)
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// check returns the problems of an answer, as the model should read them.
+func (c *conversation) check(answer string, stop llm.StopReason) []string {
+	var problems []string
+	if stop == llm.StopMaxTokens {
+		problems = append(problems, fmt.Sprintf("the answer was cut off at max_tokens (%d); make it shorter", c.agent.MaxTokens))
+	}
+	for _, p := range c.agent.Contract.Validate([]byte(answer)) {
+		problems = append(problems, p.String())
+	}
+	return problems
+}
+
+var fence = regexp.MustCompile("(?s)^```[a-zA-Z]*\\s*\\n(.*?)\\n?```\\s*$")
+
+// unfence removes a code fence around the whole answer, which models add
+// out of habit even when asked for the bare document.
+func unfence(text string) string {
+	trimmed := strings.TrimSpace(text)
+	if m := fence.FindStringSubmatch(trimmed); m != nil {
+		return m[1] + "\n"
+	}
+	return trimmed + "\n"
+}

@@ -1,0 +1,255 @@
+package model
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/config"
+	"github.com/agentrunner/agentrunner/examples/crypton"
+	"github.com/agentrunner/agentrunner/llm"
+	"github.com/agentrunner/agentrunner/runtime/mock"
+	"github.com/agentrunner/agentrunner/tool"
+	"github.com/agentrunner/agentrunner/workspace"
+)
+
+// scripted is an llm.Model that answers from a script and records requests.
+type scripted struct {
+	mu       sync.Mutex
+	replies  []func(req *llm.Request) (*llm.Response, error)
+	requests []*llm.Request
+}
+
+func (s *scripted) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	copied := *req
+	copied.Messages = append([]llm.Message(nil), req.Messages...)
+	s.requests = append(s.requests, &copied)
+	if len(s.replies) == 0 {
+		return nil, agentrunner.Fail(agentrunner.ClassUnavailable, "script ran out")
+	}
+	next := s.replies[0]
+	s.replies = s.replies[1:]
+	return next(req)
+}
+
+func answer(text string) func(*llm.Request) (*llm.Response, error) {
+	return func(*llm.Request) (*llm.Response, error) {
+		return &llm.Response{Text: text, StopReason: llm.StopEnd, Usage: llm.Usage{InputTokens: 100, OutputTokens: 50}}, nil
+	}
+}
+
+func calls(cs ...llm.ToolCall) func(*llm.Request) (*llm.Response, error) {
+	return func(*llm.Request) (*llm.Response, error) {
+		return &llm.Response{ToolCalls: cs, StopReason: llm.StopToolUse, Usage: llm.Usage{InputTokens: 80, OutputTokens: 20, CachedTokens: 40}}, nil
+	}
+}
+
+type env struct {
+	ws    *workspace.Workspace
+	exec  *tool.Executor
+	inv   *agentrunner.Invocation
+	valid string
+}
+
+// setup loads the example, puts the research agent on a model provider and
+// returns an invocation of it with a registry holding one slow test tool.
+func setup(t *testing.T, edit func(*config.Agent)) *env {
+	t.Helper()
+	dir := t.TempDir()
+	if _, err := crypton.Write(dir, true, "openai"); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(filepath.Join(dir, config.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if edit != nil {
+		edit(cfg.Agents["research"])
+	}
+	ws, err := workspace.Load(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := tool.NewRegistry()
+	err = reg.Register(tool.Spec{Name: "sleepy", Description: "sleeps", Parameters: []byte(`{"type":"object","properties":{"ms":{"type":"integer"}},"required":["ms"]}`), Timeout: 5 * time.Second},
+		tool.HandlerFunc(func(ctx context.Context, args json.RawMessage) (string, error) {
+			var a struct{ MS int }
+			json.Unmarshal(args, &a)
+			time.Sleep(time.Duration(a.MS) * time.Millisecond)
+			return fmt.Sprintf("slept %dms", a.MS), nil
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	attempt := t.TempDir()
+	plan := filepath.Join(t.TempDir(), "plan.md")
+	os.WriteFile(plan, []byte("# Plan\n\nthe plan of this cycle\n"), 0o644)
+	agent := ws.Agents["research"]
+	inv := &agentrunner.Invocation{
+		CycleID: "20261122_140000", Step: "research", Agent: "research", Attempt: 1, Prompt: "you are the research agent",
+		Dir: attempt, OutputPath: filepath.Join(attempt, "research.md"), MailboxPath: filepath.Join(t.TempDir(), "mailbox.research"),
+		Inputs: []agentrunner.Input{{Name: "plan", Path: plan}}, TemplatePath: agent.TemplatePath, Tools: []string{"sleepy"},
+	}
+	tmpl, _ := os.ReadFile(agent.TemplatePath)
+	return &env{ws: ws, exec: tool.NewExecutor(reg, tool.Options{}), inv: inv,
+		valid: string(mock.Generate(tmpl, ".md", inv.CycleID, "research", time.Now()))}
+}
+
+func TestToolCallsRunConcurrentlyAndResultsGoBack(t *testing.T) {
+	e := setup(t, nil)
+	m := &scripted{replies: []func(*llm.Request) (*llm.Response, error){
+		calls(
+			llm.ToolCall{ID: "c1", Name: "sleepy", Arguments: json.RawMessage(`{"ms":200}`)},
+			llm.ToolCall{ID: "c2", Name: "sleepy", Arguments: json.RawMessage(`{"ms":200}`)},
+			llm.ToolCall{ID: "c3", Name: "sleepy", Arguments: json.RawMessage(`{"ms":200}`)},
+			llm.ToolCall{ID: "c4", Name: "sleepy", Arguments: json.RawMessage(`{"ms":200}`)},
+			llm.ToolCall{ID: "c5", Name: "sleepy", Arguments: json.RawMessage(`{"ms":200}`)},
+			llm.ToolCall{ID: "c6", Name: "filesystem_read", Arguments: json.RawMessage(`{"path":"plan.md"}`)},
+			llm.ToolCall{ID: "c7", Name: "no_such_tool", Arguments: json.RawMessage(`{}`)},
+			llm.ToolCall{ID: "c8", Name: "sleepy", Arguments: json.RawMessage(`{"ms":"soon"}`)},
+			llm.ToolCall{ID: "c9", Name: "sleepy", Arguments: json.RawMessage(`{not json`)},
+		),
+		answer("```markdown\n" + e.valid + "```"),
+	}}
+	start := time.Now()
+	res, err := New(m, e.ws, e.exec).Run(context.Background(), e.inv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if elapsed := time.Since(start); elapsed > 800*time.Millisecond {
+		t.Errorf("5 calls of 200ms took %v: they did not run concurrently", elapsed)
+	}
+	results := m.requests[1].Messages[2].ToolResults
+	if len(results) != 9 {
+		t.Fatalf("%d tool results, want 9", len(results))
+	}
+	byID := map[string]agentrunner.ToolResult{}
+	for _, r := range results {
+		var tr agentrunner.ToolResult
+		if err := json.Unmarshal([]byte(r.Content), &tr); err != nil {
+			t.Fatalf("result %s is not {isError, message}: %v", r.CallID, err)
+		}
+		if tr.IsError != r.IsError {
+			t.Errorf("%s: IsError flag differs from the content", r.CallID)
+		}
+		byID[r.CallID] = tr
+	}
+	for id, want := range map[string]string{"c1": "slept 200ms", "c6": "the plan of this cycle", "c7": "unknown tool", "c8": "/ms", "c9": "JSON"} {
+		if !strings.Contains(byID[id].Message, want) {
+			t.Errorf("%s: %q lacks %q", id, byID[id].Message, want)
+		}
+	}
+	if byID["c1"].IsError || !byID["c7"].IsError || !byID["c8"].IsError || !byID["c9"].IsError {
+		t.Errorf("error flags wrong: %+v", byID)
+	}
+	out, _ := os.ReadFile(e.inv.OutputPath)
+	if string(out) != e.valid {
+		t.Errorf("the output is not the answer without its fence:\n%s", out)
+	}
+	want := agentrunner.Usage{InputTokens: 180, OutputTokens: 70, CachedTokens: 40, Turns: 2, ToolCalls: 9}
+	if res.Usage != want {
+		t.Errorf("usage = %+v, want %+v", res.Usage, want)
+	}
+	// The model is offered its tools and the file tools.
+	var offered []string
+	for _, s := range m.requests[0].Tools {
+		offered = append(offered, s.Name)
+	}
+	if strings.Join(offered, ",") != "filesystem_read,filesystem_tree,sleepy" {
+		t.Errorf("offered tools %v", offered)
+	}
+}
+
+func TestRepairTurnsThenFailure(t *testing.T) {
+	e := setup(t, nil) // repair_turns defaults to 1
+	m := &scripted{replies: []func(*llm.Request) (*llm.Response, error){answer("not a report"), answer(e.valid)}}
+	if _, err := New(m, e.ws, e.exec).Run(context.Background(), e.inv); err != nil {
+		t.Fatal(err)
+	}
+	repair := m.requests[1].Messages[2].Text
+	if !strings.Contains(repair, "breaks the contract of research.md") || !strings.Contains(repair, "missing section") {
+		t.Errorf("the repair message does not list the problems:\n%s", repair)
+	}
+	if out, _ := os.ReadFile(e.inv.OutputPath); string(out) != e.valid {
+		t.Error("the repaired answer was not written")
+	}
+
+	e = setup(t, nil)
+	m = &scripted{replies: []func(*llm.Request) (*llm.Response, error){answer("bad"), answer("still bad")}}
+	if _, err := New(m, e.ws, e.exec).Run(context.Background(), e.inv); err != nil {
+		t.Fatal(err) // the engine rejects the invalid output it writes
+	}
+	if out, _ := os.ReadFile(e.inv.OutputPath); string(out) != "still bad\n" || len(m.requests) != 2 {
+		t.Errorf("after the repair turns: output %q, %d requests; want the last answer and 2 requests", out, len(m.requests))
+	}
+}
+
+func TestMaxTurnsAndBudgets(t *testing.T) {
+	loop := func(n int) []func(*llm.Request) (*llm.Response, error) {
+		var rs []func(*llm.Request) (*llm.Response, error)
+		for i := 0; i < n; i++ {
+			rs = append(rs, calls(llm.ToolCall{ID: fmt.Sprint(i), Name: "sleepy", Arguments: json.RawMessage(`{"ms":0}`)}))
+		}
+		return rs
+	}
+	e := setup(t, func(a *config.Agent) { a.MaxTurns = 3 })
+	_, err := New(&scripted{replies: loop(10)}, e.ws, e.exec).Run(context.Background(), e.inv)
+	if agentrunner.ClassOf(err) != agentrunner.ClassInvalidOutput || !strings.Contains(err.Error(), "max_turns (3)") {
+		t.Errorf("max turns: %v", err)
+	}
+
+	e = setup(t, nil)
+	e.inv.TokenBudget = agentrunner.TokenBudget{Limit: 250, Source: "the token_budget of agent research"}
+	res, err := New(&scripted{replies: loop(10)}, e.ws, e.exec).Run(context.Background(), e.inv)
+	if agentrunner.ClassOf(err) != agentrunner.ClassBudget || agentrunner.ClassBudget.Retryable() {
+		t.Fatalf("budget: %v, want a non-retryable budget error", err)
+	}
+	if !strings.Contains(err.Error(), "300 tokens used, the token_budget of agent research allows 250") || res.Usage.Turns != 3 {
+		t.Errorf("budget error %q after %d turns", err, res.Usage.Turns)
+	}
+}
+
+func TestInlineInputsAndRecording(t *testing.T) {
+	e := setup(t, func(a *config.Agent) { a.InlineInputs = true })
+	m := &scripted{replies: []func(*llm.Request) (*llm.Response, error){answer(e.valid)}}
+	if _, err := New(m, e.ws, e.exec, "sk-secret").Run(context.Background(), e.inv); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range m.requests[0].Tools {
+		if strings.HasPrefix(s.Name, "filesystem_") {
+			t.Errorf("inline_inputs still offers %s", s.Name)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(e.inv.Dir, RecordingDir)); err != nil {
+		t.Errorf("no recording folder: %v", err)
+	}
+}
+
+func TestProviderErrorsPassThrough(t *testing.T) {
+	e := setup(t, nil)
+	m := &scripted{replies: []func(*llm.Request) (*llm.Response, error){func(*llm.Request) (*llm.Response, error) {
+		return nil, agentrunner.Fail(agentrunner.ClassUnavailable, "HTTP 503")
+	}}}
+	_, err := New(m, e.ws, e.exec).Run(context.Background(), e.inv)
+	if agentrunner.ClassOf(err) != agentrunner.ClassUnavailable {
+		t.Errorf("err = %v, want the provider's retryable class", err)
+	}
+}
+
+func TestUnknownAllowedToolIsAConfigError(t *testing.T) {
+	e := setup(t, nil)
+	e.inv.Tools = []string{"sleepy", "missing_tool"}
+	_, err := New(&scripted{}, e.ws, e.exec).Run(context.Background(), e.inv)
+	if agentrunner.ClassOf(err) != agentrunner.ClassConfig || !strings.Contains(err.Error(), "missing_tool") {
+		t.Errorf("err = %v, want a config error naming the tool", err)
+	}
+}
