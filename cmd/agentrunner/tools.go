@@ -160,4 +160,3 @@ the workspace's state database. Exit status 1 when the result is an error.`,
 	configFlag(cmd, &path)
 	return cmd
 }
-
