@@ -29,9 +29,13 @@ fmt-check:
 unit:
 	CGO_ENABLED=1 $(GO) test -race -count=1 -shuffle=on ./...
 
+# Each fuzz target for a few seconds: parsers of outside input.
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzMarkdownContract$$' -fuzztime $(FUZZTIME) ./artifact/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseSubmission$$' -fuzztime $(FUZZTIME) ./execsvc/
+	$(GO) test -run '^$$' -fuzz '^FuzzExecuteArguments$$' -fuzztime $(FUZZTIME) ./tool/
+	$(GO) test -run '^$$' -fuzz '^FuzzLookup$$' -fuzztime $(FUZZTIME) ./tool/fstool/
+	$(GO) test -run '^$$' -fuzz '^FuzzExtract$$' -fuzztime $(FUZZTIME) ./tool/webfetch/
 
 # Benchmarks: run them where creating files is cheap (TMPDIR on a normal
 # directory) and compare runs with benchstat.

@@ -87,6 +87,7 @@ func TestCrashRecovery(t *testing.T) {
 
 	env := append(os.Environ(),
 		"AGENTRUNNER_AGENTS_RESEARCH_PROVIDER=slow",
+		"AGENTRUNNER_AGENTS_RESEARCH_TOOLS=", // a process agent with tools would need their API keys
 		"AGENTRUNNER_EXECUTION_SERVICE_URL="+url,
 		"AGENTRUNNER_EXECUTION_SERVICE_POLL_INTERVAL=20ms",
 	)

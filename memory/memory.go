@@ -77,10 +77,16 @@ func Ensure(path string, template []byte) (created bool, err error) {
 func existing(path string) (bool, error) {
 	fi, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		if _, lerr := os.Lstat(path); lerr == nil {
+		li, lerr := os.Lstat(path)
+		if lerr != nil {
+			return false, nil
+		}
+		if li.Mode()&fs.ModeSymlink != 0 {
 			return false, agentrunner.Errorf(agentrunner.EINVALID, "memory %s is a symbolic link to nothing", path)
 		}
-		return false, nil
+		// Something was created between the two looks (another writer's
+		// memory): judge what is there now.
+		fi, err = li, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("check memory %s: %w", path, err)

@@ -80,7 +80,8 @@ func InUse(cfg *config.Config) []string {
 			}
 		}
 	}
-	return slices.Sorted(maps.Keys(seen))
+	// Never nil: nil asks Build for every tool.
+	return append([]string{}, slices.Sorted(maps.Keys(seen))...)
 }
 
 // Box is a built registry with the MCP sessions behind it.

@@ -375,3 +375,21 @@ func BenchmarkExtractText(b *testing.B) { benchmarkExtract(b, realisticPage(1<<2
 func BenchmarkExtractDenseArticle(b *testing.B) {
 	benchmarkExtract(b, denseArticlePage(1<<20), FormatMarkdown)
 }
+
+func TestDropPartialRune(t *testing.T) {
+	tests := map[string]string{
+		"":                       "",
+		"abc":                    "abc",
+		"caf\xc3\xa9":            "caf\xc3\xa9",
+		"caf\xc3":                "caf",
+		"euro \xe2\x82":          "euro ",
+		"emoji \xf0\x9f\x98":     "emoji ",
+		"emoji \xf0\x9f\x98\x80": "emoji \xf0\x9f\x98\x80",
+		"latin \xe9":             "latin ",
+	}
+	for in, want := range tests {
+		if got := string(dropPartialRune([]byte(in))); got != want {
+			t.Errorf("dropPartialRune(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
