@@ -62,7 +62,7 @@ type env struct {
 
 // setup loads the example, puts the research agent on a model provider and
 // returns an invocation of it with a registry holding one slow test tool.
-func setup(t *testing.T, edit func(*config.Agent)) *env {
+func setup(t testing.TB, edit func(*config.Agent)) *env {
 	t.Helper()
 	dir := t.TempDir()
 	if _, err := crypton.Write(dir, true, "openai"); err != nil {
