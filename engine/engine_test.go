@@ -584,3 +584,46 @@ func TestArtifactsAreValidatedBytes(t *testing.T) {
 		}
 	}
 }
+
+// spender is an agent that spends 1000 tokens per attempt unless its
+// budget is smaller, as a model agent would stop.
+type spender struct {
+	agentrunner.Runtime
+	budgets map[string]agentrunner.TokenBudget
+}
+
+func (s *spender) Run(ctx context.Context, inv *agentrunner.Invocation) (*agentrunner.RunResult, error) {
+	s.budgets[inv.Step] = inv.TokenBudget
+	if inv.TokenBudget.Limit > 0 && inv.TokenBudget.Limit < 1000 {
+		return &agentrunner.RunResult{Usage: agentrunner.Usage{InputTokens: inv.TokenBudget.Limit + 1, Turns: 1}},
+			agentrunner.Fail(agentrunner.ClassBudget, "token budget exceeded: %s", inv.TokenBudget.Source)
+	}
+	res, err := s.Runtime.Run(ctx, inv)
+	if res != nil {
+		res.Usage = agentrunner.Usage{InputTokens: 800, OutputTokens: 200, Turns: 2, ToolCalls: 3}
+	}
+	return res, err
+}
+
+// TestCycleTokenBudget: the cycle's budget is shared by its attempts; the
+// step that would pass it fails for good (a budget is not retried).
+func TestCycleTokenBudget(t *testing.T) {
+	f := newFixture(t, execsvc.MockOptions{}, func(c *config.Config) { c.Budgets.CycleTokens = 2500 })
+	e := f.engine()
+	sp := &spender{Runtime: e.runtimes["mock"], budgets: map[string]agentrunner.TokenBudget{}}
+	e.runtimes["mock"] = sp
+	c := f.runOnce(e)
+	if c.Status != agentrunner.CycleFailed || !strings.Contains(c.Error, "budget") {
+		t.Fatalf("cycle %s: %q, want failed on its budget", c.Status, c.Error)
+	}
+	if diff := cmp.Diff([]string{"plan#1:succeeded", "research#1:succeeded", "analyze#1:failed:budget"}, f.attempts(c.ID)); diff != "" {
+		t.Errorf("attempts (-want +got):\n%s", diff)
+	}
+	if b := sp.budgets["research"]; b.Limit != 1500 || !strings.Contains(b.Source, "budgets.cycle_tokens") {
+		t.Errorf("research's budget %+v, want what is left of the cycle's (1500)", b)
+	}
+	atts, _ := f.store.Attempts(context.Background(), c.ID)
+	if atts[0].Usage != (agentrunner.Usage{InputTokens: 800, OutputTokens: 200, Turns: 2, ToolCalls: 3}) {
+		t.Errorf("plan's usage was not recorded: %+v", atts[0].Usage)
+	}
+}

@@ -1,0 +1,120 @@
+package toolbox
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentrunner/agentrunner/config"
+	"github.com/agentrunner/agentrunner/examples/crypton"
+	"github.com/google/go-cmp/cmp"
+)
+
+func example(t *testing.T, provider string) *config.Config {
+	t.Helper()
+	dir := t.TempDir()
+	if _, err := crypton.Write(dir, true, provider); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(filepath.Join(dir, config.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func noEnv(string) (string, bool) { return "", false }
+
+func TestInUseCountsOnlyAgentsThatCallTools(t *testing.T) {
+	if got := InUse(example(t, "mock")); got == nil || len(got) != 0 {
+		t.Errorf("mock agents: InUse = %#v, want an empty, non-nil list", got)
+	}
+	want := []string{"bird", "current_position", "technical_indicators", "web_fetch", "web_search"}
+	if diff := cmp.Diff(want, InUse(example(t, "openai"))); diff != "" {
+		t.Errorf("openai agents (-want +got):\n%s", diff)
+	}
+}
+
+func TestBuildNamesWhatIsMissing(t *testing.T) {
+	cfg := example(t, "openai")
+	cfg.Tools["web_fetch"].Kind = "web_scraper"
+	_, err := Build(context.Background(), cfg, []string{"web_search", "current_position"}, Deps{LookupEnv: noEnv, Now: time.Now})
+	var ps config.Problems
+	if !errors.As(err, &ps) {
+		t.Fatalf("err = %v, want Problems", err)
+	}
+	text := ps.Error()
+	for _, want := range []string{
+		`tools.web_fetch.kind: no implementation of kind "web_scraper" (built-in kinds: bird, current_position, technical_indicators, web_fetch, web_search)`,
+		"tools.web_search: ", "BRAVE_API_KEY",
+		"tools.current_position: current_position reads the Execution Service: set execution_service.url",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("problems lack %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "tools.bird") || strings.Contains(text, "tools.technical_indicators") {
+		t.Errorf("a tool not in use was built:\n%s", text)
+	}
+}
+
+func TestBuildAppliesTheConfiguration(t *testing.T) {
+	cfg := example(t, "mock")
+	ti := cfg.Tools["technical_indicators"]
+	ti.Provider, ti.DataDir = "csv", "market-data" // relative: to the configuration file
+	if err := os.Mkdir(filepath.Join(cfg.Dir, "market-data"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	box, err := Build(context.Background(), cfg, []string{"technical_indicators"}, Deps{LookupEnv: noEnv, Now: time.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer box.Close()
+	spec, ok := box.Registry.Spec("technical_indicators")
+	if !ok {
+		t.Fatal("not registered")
+	}
+	if spec.Timeout != 10*time.Second || spec.Retries != 2 || spec.Backoff != time.Second || spec.BreakerFailures != 5 || spec.BreakerOpenFor != time.Minute {
+		t.Errorf("spec %+v does not carry the configured timeout, retries and breaker", spec)
+	}
+	if spec.Description != ti.Description || !strings.Contains(string(spec.Parameters), `"timeframe"`) {
+		t.Errorf("spec does not carry the configured description and schema: %+v", spec)
+	}
+	if len(box.Registry.Specs()) != 1 {
+		t.Errorf("%d tools built, want only the one asked for", len(box.Registry.Specs()))
+	}
+}
+
+func TestBuildChecksSchemasOfToolsNotBuilt(t *testing.T) {
+	cfg := example(t, "mock")
+	cfg.Tools["bird"].Parameters = config.JSON(`{"type":"object","properties":{"limit":{"type":"integer","minimum":"one"}}}`)
+	_, err := Build(context.Background(), cfg, []string{}, Deps{LookupEnv: noEnv, Now: time.Now})
+	if err == nil || !strings.Contains(err.Error(), "tools.bird.parameters") {
+		t.Fatalf("err = %v, want a problem with the schema of bird", err)
+	}
+}
+
+func TestDescribeReportsEachTool(t *testing.T) {
+	cfg := example(t, "mock")
+	infos := Describe(context.Background(), cfg, Deps{LookupEnv: noEnv, Now: time.Now})
+	byName := map[string]Info{}
+	for _, in := range infos {
+		byName[in.Name] = in
+	}
+	if len(byName) != 5 {
+		t.Fatalf("%d tools described, want the 5 declared", len(byName))
+	}
+	if byName["web_search"].Err == nil || !strings.Contains(byName["web_search"].Err.Error(), "BRAVE_API_KEY") {
+		t.Errorf("web_search without a key: %v", byName["web_search"].Err)
+	}
+	if in := byName["technical_indicators"]; in.Err != nil || in.Spec.Timeout != 10*time.Second {
+		t.Errorf("technical_indicators: %+v", in)
+	}
+	if diff := cmp.Diff([]string{"analysis", "plan", "research"}, byName["technical_indicators"].Agents); diff != "" {
+		t.Errorf("agents of technical_indicators (-want +got):\n%s", diff)
+	}
+}
