@@ -55,9 +55,12 @@ var builtins = map[string]builder{
 }
 
 // resolve makes the paths a tool's configuration names absolute, relative
-// to the configuration file.
-func resolve(cfg *config.Config, t *config.Tool) *config.Tool {
+// to the configuration file, and names the tool after its key, which the
+// constructor's spec takes (a configuration built in code may not have
+// set Name).
+func resolve(cfg *config.Config, name string, t *config.Tool) *config.Tool {
 	resolved := *t
+	resolved.Name = name
 	resolved.DataDir = cfg.Abs(t.DataDir)
 	return &resolved
 }
@@ -131,12 +134,12 @@ func Build(ctx context.Context, cfg *config.Config, only []string, d Deps) (*Box
 			}
 			continue
 		}
-		spec, h, err := build(resolve(cfg, t), d)
+		spec, h, err := build(resolve(cfg, name, t), d)
 		if err != nil {
 			add(key, err)
 			continue
 		}
-		if err := box.Registry.Register(Apply(spec, name, t), h); err != nil {
+		if err := box.Registry.Register(spec, h); err != nil {
 			add(key, err)
 		}
 	}
@@ -154,28 +157,6 @@ func Build(ctx context.Context, cfg *config.Config, only []string, d Deps) (*Box
 		return nil, problems
 	}
 	return box, nil
-}
-
-// Apply overrides a built-in spec with what the configuration says: the
-// name it is declared under, its description and schema when given, and
-// its timeout, retries and breaker.
-func Apply(spec tool.Spec, name string, t *config.Tool) tool.Spec {
-	spec.Name = name
-	if t.Description != "" {
-		spec.Description = t.Description
-	}
-	if len(t.Parameters) > 0 {
-		spec.Parameters = []byte(t.Parameters)
-	}
-	spec.Timeout = t.Timeout.D()
-	if t.Retries != nil && t.Retries.Max != nil {
-		spec.Retries = *t.Retries.Max
-		if len(t.Retries.Backoff) > 0 {
-			spec.Backoff = t.Retries.Backoff[0].D()
-		}
-	}
-	spec.BreakerFailures, spec.BreakerOpenFor = t.Breaker.Failures, t.Breaker.OpenFor.D()
-	return spec
 }
 
 func notBuilt(name string) tool.Handler {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentrunner/agentrunner/config"
 	"github.com/agentrunner/agentrunner/examples/crypton"
+	"github.com/agentrunner/agentrunner/tool"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -66,26 +67,53 @@ func TestBuildAppliesTheConfiguration(t *testing.T) {
 	cfg := example(t, "mock")
 	ti := cfg.Tools["technical_indicators"]
 	ti.Provider, ti.DataDir = "csv", "market-data" // relative: to the configuration file
+	// Values unlike the implementation's defaults, so the test sees where
+	// each one comes from.
+	four := 4
+	ti.Description = "Indicators, as configured."
+	ti.Timeout = config.Duration(7 * time.Second)
+	ti.Retries = &config.Retries{Max: &four, Backoff: []config.Duration{config.Duration(3 * time.Second)}}
+	ti.Breaker = config.Breaker{Failures: 2, OpenFor: config.Duration(90 * time.Second)}
+	// A second declaration of the kind under another key, built in code
+	// without the name configuration loading fills in.
+	ta := *ti
+	ta.Name = ""
+	cfg.Tools["ta"] = &ta
 	if err := os.Mkdir(filepath.Join(cfg.Dir, "market-data"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	box, err := Build(context.Background(), cfg, []string{"technical_indicators"}, Deps{LookupEnv: noEnv, Now: time.Now})
+	box, err := Build(context.Background(), cfg, []string{"technical_indicators", "ta"}, Deps{LookupEnv: noEnv, Now: time.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer box.Close()
-	spec, ok := box.Registry.Spec("technical_indicators")
-	if !ok {
-		t.Fatal("not registered")
+	for _, name := range []string{"technical_indicators", "ta"} {
+		spec, ok := box.Registry.Spec(name)
+		if !ok {
+			t.Fatalf("%s is not registered", name)
+		}
+		if !strings.Contains(string(spec.Parameters), `"timeframe"`) {
+			t.Errorf("%s: spec does not carry the built-in schema: %s", name, spec.Parameters)
+		}
+		spec.Parameters = nil
+		want := tool.Spec{Name: name, Description: "Indicators, as configured.", Timeout: 7 * time.Second, Retries: 4, Backoff: 3 * time.Second,
+			BreakerFailures: 2, BreakerOpenFor: 90 * time.Second}
+		if diff := cmp.Diff(want, spec); diff != "" {
+			t.Errorf("%s: spec (-want +got):\n%s", name, diff)
+		}
 	}
-	if spec.Timeout != 10*time.Second || spec.Retries != 2 || spec.Backoff != time.Second || spec.BreakerFailures != 5 || spec.BreakerOpenFor != time.Minute {
-		t.Errorf("spec %+v does not carry the configured timeout, retries and breaker", spec)
+	if len(box.Registry.Specs()) != 2 {
+		t.Errorf("%d tools built, want only the two asked for", len(box.Registry.Specs()))
 	}
-	if spec.Description != ti.Description || !strings.Contains(string(spec.Parameters), `"timeframe"`) {
-		t.Errorf("spec does not carry the configured description and schema: %+v", spec)
-	}
-	if len(box.Registry.Specs()) != 1 {
-		t.Errorf("%d tools built, want only the one asked for", len(box.Registry.Specs()))
+}
+
+func TestBuildReportsABadOverride(t *testing.T) {
+	cfg := example(t, "mock")
+	cfg.Tools["technical_indicators"].Timeout = config.Duration(-time.Second)
+	_, err := Build(context.Background(), cfg, []string{"technical_indicators"}, Deps{LookupEnv: noEnv, Now: time.Now})
+	want := `tools.technical_indicators: tool "technical_indicators": timeout must be positive, got -1s`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("err = %v, want one containing %q", err, want)
 	}
 }
 

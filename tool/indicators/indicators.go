@@ -8,7 +8,6 @@
 package indicators
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -139,7 +138,8 @@ func NewWithProvider(cfg *config.Tool, p Provider, now func() time.Time) (tool.S
 	}
 	slices.Sort(emas)
 	emas = slices.Compact(emas)
-	spec, err := newSpec(cfg, name, description(emas))
+	spec, err := tool.FromConfig(tool.Spec{Name: Kind, Description: description(emas), Parameters: json.RawMessage(Parameters),
+		Timeout: DefaultTimeout, Retries: DefaultRetries, Backoff: DefaultBackoff}, cfg)
 	if err != nil {
 		return tool.Spec{}, nil, err
 	}
@@ -174,54 +174,6 @@ func toolName(cfg *config.Tool) string {
 		return cfg.Name
 	}
 	return Kind
-}
-
-// newSpec fills the tool's Spec from its configuration and the defaults.
-func newSpec(cfg *config.Tool, name, desc string) (tool.Spec, error) {
-	spec := tool.Spec{
-		Name:            name,
-		Description:     desc,
-		Parameters:      json.RawMessage(Parameters),
-		Timeout:         DefaultTimeout,
-		Retries:         DefaultRetries,
-		Backoff:         DefaultBackoff,
-		BreakerFailures: cfg.Breaker.Failures,
-		BreakerOpenFor:  cfg.Breaker.OpenFor.D(),
-	}
-	if cfg.Description != "" {
-		spec.Description = cfg.Description
-	}
-	if len(cfg.Parameters) > 0 {
-		var obj map[string]any
-		if err := json.Unmarshal(cfg.Parameters, &obj); err != nil || obj == nil {
-			return tool.Spec{}, fmt.Errorf("%s: parameters must be a JSON Schema object", name)
-		}
-		spec.Parameters = json.RawMessage(bytes.Clone(cfg.Parameters))
-	}
-	switch t := cfg.Timeout.D(); {
-	case t < 0:
-		return tool.Spec{}, fmt.Errorf("%s: timeout must be positive, got %s", name, t)
-	case t > 0:
-		spec.Timeout = t
-	}
-	if r := cfg.Retries; r != nil {
-		if r.Max != nil {
-			if *r.Max < 0 {
-				return tool.Spec{}, fmt.Errorf("%s: retries.max must not be negative, got %d", name, *r.Max)
-			}
-			spec.Retries = *r.Max
-		}
-		if len(r.Backoff) > 0 {
-			if r.Backoff[0] <= 0 {
-				return tool.Spec{}, fmt.Errorf("%s: retries.backoff must be positive, got %s", name, r.Backoff[0])
-			}
-			spec.Backoff = r.Backoff[0].D()
-		}
-	}
-	if spec.BreakerFailures < 0 {
-		return tool.Spec{}, fmt.Errorf("%s: breaker.failures must not be negative", name)
-	}
-	return spec, nil
 }
 
 type cacheKey struct{ asset, timeframe string }

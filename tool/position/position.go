@@ -60,7 +60,8 @@ func New(cfg *config.Tool, client AccountReader, now func() time.Time) (tool.Spe
 	if client == nil {
 		return tool.Spec{}, nil, errors.New("current_position: the Execution Service client is missing (configure execution_service.url)")
 	}
-	spec, err := newSpec(cfg)
+	spec, err := tool.FromConfig(tool.Spec{Name: Kind, Description: Description, Parameters: json.RawMessage(Parameters),
+		Timeout: DefaultTimeout, Retries: DefaultRetries, Backoff: DefaultBackoff}, cfg)
 	if err != nil {
 		return tool.Spec{}, nil, err
 	}
@@ -76,57 +77,6 @@ func New(cfg *config.Tool, client AccountReader, now func() time.Time) (tool.Spe
 	}
 	h := &handler{name: spec.Name, client: client, ttl: ttl, now: now, sem: make(chan struct{}, 1)}
 	return spec, h, nil
-}
-
-// newSpec fills the tool's Spec from its configuration and the defaults.
-func newSpec(cfg *config.Tool) (tool.Spec, error) {
-	spec := tool.Spec{
-		Name:            cfg.Name,
-		Description:     Description,
-		Parameters:      json.RawMessage(Parameters),
-		Timeout:         DefaultTimeout,
-		Retries:         DefaultRetries,
-		Backoff:         DefaultBackoff,
-		BreakerFailures: cfg.Breaker.Failures,
-		BreakerOpenFor:  cfg.Breaker.OpenFor.D(),
-	}
-	if spec.Name == "" {
-		spec.Name = Kind
-	}
-	if cfg.Description != "" {
-		spec.Description = cfg.Description
-	}
-	if len(cfg.Parameters) > 0 {
-		var obj map[string]any
-		if err := json.Unmarshal(cfg.Parameters, &obj); err != nil || obj == nil {
-			return tool.Spec{}, fmt.Errorf("%s: parameters must be a JSON Schema object", spec.Name)
-		}
-		spec.Parameters = json.RawMessage(bytes.Clone(cfg.Parameters))
-	}
-	switch t := cfg.Timeout.D(); {
-	case t < 0:
-		return tool.Spec{}, fmt.Errorf("%s: timeout must be positive, got %s", spec.Name, t)
-	case t > 0:
-		spec.Timeout = t
-	}
-	if r := cfg.Retries; r != nil {
-		if r.Max != nil {
-			if *r.Max < 0 {
-				return tool.Spec{}, fmt.Errorf("%s: retries.max must not be negative, got %d", spec.Name, *r.Max)
-			}
-			spec.Retries = *r.Max
-		}
-		if len(r.Backoff) > 0 {
-			if r.Backoff[0] <= 0 {
-				return tool.Spec{}, fmt.Errorf("%s: retries.backoff must be positive, got %s", spec.Name, r.Backoff[0])
-			}
-			spec.Backoff = r.Backoff[0].D()
-		}
-	}
-	if spec.BreakerFailures < 0 {
-		return tool.Spec{}, fmt.Errorf("%s: breaker.failures must not be negative", spec.Name)
-	}
-	return spec, nil
 }
 
 // handler serves calls from a cached snapshot while it is fresh.

@@ -126,7 +126,8 @@ func New(cfg *config.Tool, lookupEnv func(string) (string, bool)) (tool.Spec, to
 	if err != nil {
 		return tool.Spec{}, nil, fmt.Errorf("tool %q: %w", name, err)
 	}
-	spec, err := buildSpec(name, cfg)
+	spec, err := tool.FromConfig(tool.Spec{Name: Kind, Description: description, Parameters: json.RawMessage(parameters),
+		Timeout: DefaultTimeout, Retries: DefaultRetries, Backoff: DefaultBackoff}, cfg)
 	if err != nil {
 		return tool.Spec{}, nil, err
 	}
@@ -144,47 +145,6 @@ func New(cfg *config.Tool, lookupEnv func(string) (string, bool)) (tool.Spec, to
 		now: time.Now,
 	}
 	return spec, s, nil
-}
-
-// buildSpec applies the configuration's overrides to the defaults.
-func buildSpec(name string, cfg *config.Tool) (tool.Spec, error) {
-	spec := tool.Spec{
-		Name:            name,
-		Description:     description,
-		Parameters:      json.RawMessage(parameters),
-		Timeout:         DefaultTimeout,
-		Retries:         DefaultRetries,
-		Backoff:         DefaultBackoff,
-		BreakerFailures: cfg.Breaker.Failures,
-		BreakerOpenFor:  cfg.Breaker.OpenFor.D(),
-	}
-	if cfg.Description != "" {
-		spec.Description = cfg.Description
-	}
-	if len(cfg.Parameters) > 0 {
-		spec.Parameters = bytes.Clone(json.RawMessage(cfg.Parameters))
-	}
-	if cfg.Timeout < 0 {
-		return tool.Spec{}, fmt.Errorf("tool %q: timeout %s is negative", name, cfg.Timeout)
-	}
-	if cfg.Timeout > 0 {
-		spec.Timeout = cfg.Timeout.D()
-	}
-	if r := cfg.Retries; r != nil {
-		if r.Max != nil {
-			if *r.Max < 0 {
-				return tool.Spec{}, fmt.Errorf("tool %q: retries.max %d is negative", name, *r.Max)
-			}
-			spec.Retries = *r.Max
-		}
-		if len(r.Backoff) > 0 {
-			if r.Backoff[0] < 0 {
-				return tool.Spec{}, fmt.Errorf("tool %q: retries.backoff %s is negative", name, r.Backoff[0])
-			}
-			spec.Backoff = r.Backoff[0].D()
-		}
-	}
-	return spec, nil
 }
 
 // endpointURL checks the base URL and returns the search endpoint under it.
