@@ -26,6 +26,9 @@ const (
 	StateIdle State = "Idle"
 	// StateWaiting is the state between cycles (FR-001 WaitingForNextCycle).
 	StateWaiting State = "WaitingForNextCycle"
+	// StateHalted: a step failed for good under the halt policy; the loop
+	// waits for an operator to resume it.
+	StateHalted State = "Halted"
 )
 
 // CycleStatus is the outcome of a cycle so far.
@@ -36,13 +39,20 @@ const (
 	CycleRunning CycleStatus = "running"
 	// CycleCompleted: every step of the pipeline succeeded.
 	CycleCompleted CycleStatus = "completed"
-	// CycleFailed: a step failed beyond its retry policy; the loop goes on
-	// with the next scheduled cycle.
+	// CycleFailed: a step failed beyond its retry policy (escalation policy
+	// fail); the loop goes on with the next scheduled cycle.
 	CycleFailed CycleStatus = "failed"
+	// CycleHalted: a step failed for good under the halt policy; the cycle
+	// waits, at that step, for an operator to resume it.
+	CycleHalted CycleStatus = "halted"
+	// CycleAborted: an operator ended the cycle.
+	CycleAborted CycleStatus = "aborted"
 )
 
 // Finished reports whether a cycle with this status will run no more steps.
-func (s CycleStatus) Finished() bool { return s != CycleRunning }
+func (s CycleStatus) Finished() bool {
+	return s == CycleCompleted || s == CycleFailed || s == CycleAborted
+}
 
 // Cycle is one pass of a pipeline, with its own directory cycles/<ID>/.
 type Cycle struct {
@@ -50,7 +60,8 @@ type Cycle struct {
 	ID       string
 	Pipeline string
 	Status   CycleStatus
-	// Step is the step being run while Status is running, else empty.
+	// Step is the step being run (or halted at) while the cycle is
+	// unfinished, else empty.
 	Step              string
 	LastCompletedStep string
 	// Dir is the absolute path of the cycle directory.
@@ -63,8 +74,11 @@ type Cycle struct {
 
 // State returns the loop state this cycle puts the pipeline in.
 func (c *Cycle) State() State {
-	if c.Status == CycleRunning {
+	switch c.Status {
+	case CycleRunning:
 		return State(c.Step)
+	case CycleHalted:
+		return StateHalted
 	}
 	return StateWaiting
 }
@@ -106,6 +120,10 @@ type Attempt struct {
 	Dir string
 	// Usage is what a model agent spent.
 	Usage Usage
+	// RetryBase is the attempt number retries are counted from: 0, or the
+	// last attempt before an operator resumed the step, which gives the
+	// step a new round of retries.
+	RetryBase int
 }
 
 // Level is the severity of an event.
@@ -168,11 +186,53 @@ type OutboxMessage struct {
 	Response  []byte
 	Attempts  int
 	LastError string
+	// NextAttemptAt is when an undelivered message is tried again.
+	NextAttemptAt time.Time
 }
 
 // Outbox message kinds.
 const (
+	// OutboxStrategy hands a strategy to the Execution Service; the
+	// execution step delivers it itself.
 	OutboxStrategy = "execution.strategy"
+	// OutboxSafeMode tells the Execution Service to enter safe mode.
+	OutboxSafeMode = "execution.safe_mode"
+	// OutboxWebhook notifies operators.
+	OutboxWebhook = "webhook"
+)
+
+// OutboxFilter selects outbox messages.
+type OutboxFilter struct {
+	Kind string // empty: any kind but OutboxStrategy's delivery is the step's
+	// Due selects undelivered messages whose next attempt is due by then.
+	Due time.Time
+	// Delivered selects delivered messages, newest first.
+	Delivered bool
+	Limit     int
+}
+
+// Command is an operator's order to the engine (resume, pause, abort …),
+// written durably by the API or the CLI and consumed by the engine exactly
+// once, in the transaction of the change it causes.
+type Command struct {
+	ID       int64
+	Kind     string
+	Args     map[string]any
+	Operator string
+	// CreatedAt is when it was given; ConsumedAt when the engine applied it.
+	CreatedAt  time.Time
+	ConsumedAt time.Time
+	// Result says what the engine did with it.
+	Result string
+}
+
+// Command kinds.
+const (
+	// CommandResume resumes a halted cycle at its step.
+	CommandResume = "resume"
+	// CommandExecutionStatus reports a strategy's status (the Execution
+	// Service's callback).
+	CommandExecutionStatus = "execution.status"
 )
 
 // Change is everything one state change writes. A Store applies it in one
@@ -191,6 +251,8 @@ type Change struct {
 	Outbox []*OutboxMessage
 	// Delivered marks outbox messages as acknowledged.
 	Delivered []*OutboxMessage
+	// Consumed marks commands as applied, with their Result.
+	Consumed []*Command
 }
 
 // CycleFilter selects cycles, newest first.
@@ -223,8 +285,16 @@ type Store interface {
 	Events(ctx context.Context, f EventFilter) ([]*Event, error)
 	// OutboxMessage returns one outbox message by key, or ENOTFOUND.
 	OutboxMessage(ctx context.Context, key string) (*OutboxMessage, error)
-	// RecordOutboxFailure counts a failed delivery of a message.
-	RecordOutboxFailure(ctx context.Context, key, reason string) error
+	// RecordOutboxFailure counts a failed delivery of a message and sets
+	// when to try again (zero: no time set).
+	RecordOutboxFailure(ctx context.Context, key, reason string, next time.Time) error
+	// Outbox lists outbox messages: due ones oldest first, delivered ones
+	// newest first.
+	Outbox(ctx context.Context, f OutboxFilter) ([]*OutboxMessage, error)
+	// AddCommand stores a command and assigns its ID.
+	AddCommand(ctx context.Context, c *Command) error
+	// PendingCommands lists unconsumed commands, oldest first.
+	PendingCommands(ctx context.Context) ([]*Command, error)
 	Close() error
 }
 

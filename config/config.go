@@ -45,6 +45,8 @@ type Config struct {
 	// MCPServers are external MCP servers whose tools are imported.
 	MCPServers map[string]*MCPServer `yaml:"mcp_servers"`
 	Budgets    Budgets               `yaml:"budgets"`
+	Escalation Escalation            `yaml:"escalation"`
+	Watchdog   Watchdog              `yaml:"watchdog"`
 
 	// Path is the file the configuration was read from.
 	Path string `yaml:"-"`
@@ -187,6 +189,9 @@ type Output struct {
 type Pipeline struct {
 	Start string           `yaml:"start"`
 	Steps map[string]*Step `yaml:"steps"`
+	// Final is the step a cycle that outlives schedule.max_cycle is forced
+	// to, with what it has (FR-007); empty: such a cycle fails.
+	Final string `yaml:"final"`
 }
 
 // Step kinds.
@@ -217,6 +222,8 @@ type Step struct {
 	Artifact string `yaml:"artifact"`
 	// Validity locates the artifact's validity window (JSON pointers).
 	Validity Validity `yaml:"validity"`
+	// OnFailure overrides escalation.policy for this step.
+	OnFailure string `yaml:"on_failure"`
 
 	// ID is the step's key in pipeline.steps.
 	ID string `yaml:"-"`
@@ -267,6 +274,12 @@ type ExecutionService struct {
 	PollInterval Duration `yaml:"poll_interval"`
 	// RequestTimeout bounds one HTTP request.
 	RequestTimeout Duration `yaml:"request_timeout"`
+	// HeartbeatInterval is how often the runner tells the service it is
+	// alive (the dead man's switch, FR-055); 0 sends none.
+	HeartbeatInterval Duration `yaml:"heartbeat_interval"`
+	// CallbackSecretEnv names the variable holding the secret the service
+	// signs its status callbacks with; empty: callbacks are refused.
+	CallbackSecretEnv string `yaml:"callback_secret_env"`
 }
 
 // Tool declares one tool. Its kind is the built-in implementation (default:
@@ -334,6 +347,37 @@ type MCPServer struct {
 
 	// Name is the server's key in mcp_servers.
 	Name string `yaml:"-"`
+}
+
+// Escalation says what happens when a step fails for good (FR-048..051).
+type Escalation struct {
+	// Policy: halt (the loop stops until an operator resumes it), skip (the
+	// step's last known good artifact stands in, when there is one; else
+	// halt) or fail (the cycle ends failed; the next one runs on schedule).
+	Policy  string  `yaml:"policy"`
+	Webhook Webhook `yaml:"webhook"`
+}
+
+// Escalation policies.
+const (
+	PolicyHalt = "halt"
+	PolicySkip = "skip"
+	PolicyFail = "fail"
+)
+
+// Webhook is where operators are notified, with a signed body.
+type Webhook struct {
+	URL string `yaml:"url"`
+	// SecretEnv names the variable holding the HMAC-SHA256 secret.
+	SecretEnv string   `yaml:"secret_env"`
+	Timeout   Duration `yaml:"timeout"`
+}
+
+// Watchdog makes a stalled engine exit, so a supervisor restarts it.
+type Watchdog struct {
+	// StallGrace is how long past its deadline the engine's current
+	// operation may run before the process exits non-zero.
+	StallGrace Duration `yaml:"stall_grace"`
 }
 
 // Budgets bound what a cycle may spend.

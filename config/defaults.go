@@ -37,6 +37,10 @@ const (
 	DefaultBreakerFailures  = 5
 	DefaultBreakerOpenFor   = time.Minute
 	DefaultMCPTimeout       = 30 * time.Second
+	DefaultPolicy           = PolicyHalt
+	DefaultWebhookTimeout   = 10 * time.Second
+	DefaultHeartbeat        = 30 * time.Second // FR-055
+	DefaultStallGrace       = 5 * time.Minute
 )
 
 // DataTools are the tool kinds whose default timeout is a data query's.
@@ -160,6 +164,10 @@ func (c *Config) WithDefaults() {
 	orDefault(c, "execution_service.poll_interval", &c.ExecutionService.PollInterval, Duration(DefaultPollInterval))
 	orDefault(c, "execution_service.request_timeout", &c.ExecutionService.RequestTimeout, Duration(DefaultRequestTimeout))
 	orDefault(c, "server.listen", &c.Server.Listen, DefaultListen)
+	orDefault(c, "escalation.policy", &c.Escalation.Policy, DefaultPolicy)
+	orDefault(c, "escalation.webhook.timeout", &c.Escalation.Webhook.Timeout, Duration(DefaultWebhookTimeout))
+	orDefault(c, "execution_service.heartbeat_interval", &c.ExecutionService.HeartbeatInterval, Duration(DefaultHeartbeat))
+	orDefault(c, "watchdog.stall_grace", &c.Watchdog.StallGrace, Duration(DefaultStallGrace))
 }
 
 // withDefaults fills r from parent, and parent's gaps from the defaults.
@@ -216,6 +224,15 @@ func (c *Config) StepPolicy(s *Step) Policy {
 	r := *s.Retries
 	r.withDefaults(parent)
 	return r.policy()
+}
+
+// StepPolicyName returns the escalation policy of a step: its own, else
+// the configuration's.
+func (c *Config) StepPolicyName(s *Step) string {
+	if s.OnFailure != "" {
+		return s.OnFailure
+	}
+	return c.Escalation.Policy
 }
 
 // StepTimeout returns the time limit of one attempt of a step: the step's

@@ -65,6 +65,10 @@ func (c *Config) validate() Problems {
 	for _, name := range slices.Sorted(maps.Keys(c.MCPServers)) {
 		v.mcpServer(name, c.MCPServers[name])
 	}
+	v.escalation()
+	if c.Watchdog.StallGrace <= 0 {
+		v.add("watchdog.stall_grace", "must be positive")
+	}
 	if c.Budgets.CycleTokens < 0 {
 		v.add("budgets.cycle_tokens", "must not be negative")
 	}
@@ -296,6 +300,28 @@ func (v *validator) mcpServer(name string, m *MCPServer) {
 	}
 }
 
+var policies = []string{PolicyHalt, PolicySkip, PolicyFail}
+
+func (v *validator) escalation() {
+	e := v.c.Escalation
+	if !slices.Contains(policies, e.Policy) {
+		v.add("escalation.policy", "unknown policy %q (supported: halt, skip, fail)", e.Policy)
+	}
+	w := e.Webhook
+	if w.URL != "" {
+		v.url("escalation.webhook.url", w.URL)
+		if w.SecretEnv == "" {
+			v.add("escalation.webhook.secret_env", "is required with a webhook url: bodies are signed (give the name of the variable holding the secret)")
+		}
+	}
+	if w.SecretEnv != "" && !envNamePattern.MatchString(w.SecretEnv) {
+		v.add("escalation.webhook.secret_env", "%q is not an environment variable name", w.SecretEnv)
+	}
+	if w.Timeout <= 0 {
+		v.add("escalation.webhook.timeout", "must be positive")
+	}
+}
+
 // mcpTool returns the MCP server whose prefix a tool name has, if any.
 func (v *validator) mcpTool(tool string) string {
 	for _, name := range slices.Sorted(maps.Keys(v.c.MCPServers)) {
@@ -343,6 +369,9 @@ func (v *validator) pipeline() {
 			next[id] = s.Next
 		}
 		v.retries(key+".retries", s.Retries)
+		if s.OnFailure != "" && !slices.Contains(policies, s.OnFailure) {
+			v.add(key+".on_failure", "unknown policy %q (supported: halt, skip, fail)", s.OnFailure)
+		}
 		switch s.Kind {
 		case StepAgent:
 			if s.Agent == "" {
@@ -406,6 +435,11 @@ func (v *validator) pipeline() {
 	if err != nil {
 		v.add("pipeline", "%v", err)
 		return
+	}
+	if p.Final != "" {
+		if _, err := m.WithFinal(p.Final); err != nil {
+			v.add("pipeline.final", "%v", err)
+		}
 	}
 	v.dataflow(m.Steps())
 }
@@ -476,6 +510,12 @@ func (v *validator) executionService() {
 	if es.PollInterval <= 0 || es.RequestTimeout <= 0 || es.Timeout <= 0 {
 		v.add("execution_service", "timeout, poll_interval and request_timeout must be positive")
 	}
+	if es.HeartbeatInterval < 0 {
+		v.add("execution_service.heartbeat_interval", "must not be negative (0 sends no heartbeat)")
+	}
+	if es.CallbackSecretEnv != "" && !envNamePattern.MatchString(es.CallbackSecretEnv) {
+		v.add("execution_service.callback_secret_env", "%q is not an environment variable name", es.CallbackSecretEnv)
+	}
 }
 
 // Machine returns the state machine of the pipeline graph. The graph was
@@ -489,5 +529,9 @@ func (c *Config) Machine() (*statemachine.Machine, error) {
 			next[id] = s.Next
 		}
 	}
-	return statemachine.New(c.Pipeline.Start, next)
+	m, err := statemachine.New(c.Pipeline.Start, next)
+	if err != nil || c.Pipeline.Final == "" {
+		return m, err
+	}
+	return m.WithFinal(c.Pipeline.Final)
 }

@@ -109,6 +109,14 @@ func (e *Engine) RunOnce(ctx context.Context) (*agentrunner.Cycle, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c != nil && c.Status == agentrunner.CycleHalted {
+		// Only an operator's resume, already given, lets a halted cycle go on.
+		resumed, next, ok, err := e.resumeHalted(ctx, c)
+		if err != nil || !ok {
+			return c, err
+		}
+		c, att = resumed, next
+	}
 	if c == nil {
 		if c, att, err = e.startCycle(ctx); err != nil {
 			return nil, err
@@ -124,6 +132,9 @@ func (e *Engine) RunOnce(ctx context.Context) (*agentrunner.Cycle, error) {
 func (e *Engine) Run(ctx context.Context) error {
 	for {
 		c, att, err := e.resume(ctx)
+		if err == nil && c != nil && c.Status == agentrunner.CycleHalted {
+			c, att, err = e.waitForResume(ctx, c)
+		}
 		if err == nil && c == nil {
 			if err = e.waitForSchedule(ctx); err == nil {
 				c, att, err = e.startCycle(ctx)
@@ -256,6 +267,9 @@ func (e *Engine) resume(ctx context.Context) (*agentrunner.Cycle, *agentrunner.A
 	if err != nil {
 		return nil, nil, err
 	}
+	if c.Status == agentrunner.CycleHalted {
+		return c, nil, nil
+	}
 	if att.Status == agentrunner.AttemptRunning {
 		return e.fail(ctx, c, att, agentrunner.Fail(agentrunner.ClassInterrupted, "the runner stopped during this attempt"), nil)
 	}
@@ -280,10 +294,17 @@ func (e *Engine) currentAttempt(ctx context.Context, c *agentrunner.Cycle) (*age
 	return cur, nil
 }
 
-// runCycle runs steps, starting with att, until the cycle is finished.
+// runCycle runs steps, starting with att, until the cycle is finished or
+// halted.
 func (e *Engine) runCycle(ctx context.Context, c *agentrunner.Cycle, att *agentrunner.Attempt) (*agentrunner.Cycle, error) {
 	var err error
 	for c.Status == agentrunner.CycleRunning {
+		if e.overdue(c) && c.Step != e.ws.Machine.Final() {
+			if c, att, err = e.cutShort(ctx, c, att); err != nil {
+				return c, err
+			}
+			continue
+		}
 		switch att.Status {
 		case agentrunner.AttemptPending:
 			if att, err = e.startPending(ctx, c, att); err != nil {
@@ -329,6 +350,19 @@ func (e *Engine) startPending(ctx context.Context, c *agentrunner.Cycle, att *ag
 // next step and that step's first attempt, which it returns (nil when the
 // cycle is over): one transaction per step.
 func (e *Engine) succeed(ctx context.Context, c *agentrunner.Cycle, att *agentrunner.Attempt, out *outcome) (*agentrunner.Cycle, *agentrunner.Attempt, error) {
+	now := e.clock.Now()
+	done := *att
+	done.Status, done.EndedAt, done.OutputPath, done.ExitCode, done.Usage = agentrunner.AttemptSucceeded, now, out.outputPath, out.exitCode, out.usage
+	ch := &agentrunner.Change{From: agentrunner.State(c.Step), Attempts: []*agentrunner.Attempt{&done}, Events: out.events}
+	e.event(ch, c, att.Step, agentrunner.EventAttemptSucceeded, agentrunner.LevelInfo, map[string]any{
+		"attempt": att.Number, "duration_ms": now.Sub(att.StartedAt).Milliseconds(), "output": out.outputPath,
+	})
+	return e.advance(ctx, c, ch)
+}
+
+// advance moves the cycle past its current step (done or skipped) in the
+// same change: to the next step with its first attempt, or to its end.
+func (e *Engine) advance(ctx context.Context, c *agentrunner.Cycle, ch *agentrunner.Change) (*agentrunner.Cycle, *agentrunner.Attempt, error) {
 	from := agentrunner.State(c.Step)
 	to, err := e.ws.Machine.AfterSuccess(from)
 	if err != nil {
@@ -338,14 +372,9 @@ func (e *Engine) succeed(ctx context.Context, c *agentrunner.Cycle, att *agentru
 		return c, nil, err
 	}
 	now := e.clock.Now()
-	done := *att
-	done.Status, done.EndedAt, done.OutputPath, done.ExitCode, done.Usage = agentrunner.AttemptSucceeded, now, out.outputPath, out.exitCode, out.usage
 	next := *c
 	next.LastCompletedStep = c.Step
-	ch := &agentrunner.Change{From: from, Cycle: &next, Attempts: []*agentrunner.Attempt{&done}, Events: out.events}
-	e.event(ch, c, att.Step, agentrunner.EventAttemptSucceeded, agentrunner.LevelInfo, map[string]any{
-		"attempt": att.Number, "duration_ms": now.Sub(att.StartedAt).Milliseconds(), "output": out.outputPath,
-	})
+	ch.Cycle = &next
 	e.transition(ch, c, from, to)
 	var first *agentrunner.Attempt
 	if to == agentrunner.StateWaiting {
@@ -385,23 +414,27 @@ func (e *Engine) fail(ctx context.Context, c *agentrunner.Cycle, att *agentrunne
 		failed.ExitCode, failed.Usage = out.exitCode, out.usage
 		ch.Events = out.events
 	}
-	retry := class.Retryable() && att.Number <= policy.Max
+	retry := class.Retryable() && att.Number-att.RetryBase <= policy.Max
 	eventType := agentrunner.EventAttemptFailed
 	if class == agentrunner.ClassInterrupted {
 		eventType = agentrunner.EventAttemptInterrupted
 	}
 	e.event(ch, c, att.Step, eventType, agentrunner.LevelWarn, map[string]any{
 		"attempt": att.Number, "error_class": string(class), "error": reason,
-		"retryable": class.Retryable(), "retries_left": max(0, policy.Max-att.Number+1),
+		"retryable": class.Retryable(), "retries_left": max(0, policy.Max-(att.Number-att.RetryBase)+1),
 		"duration_ms": now.Sub(att.StartedAt).Milliseconds(),
 	})
+	if e.overdue(c) && att.Step != e.ws.Machine.Final() {
+		return e.force(ctx, c, ch)
+	}
 	if retry {
 		var notBefore time.Time
-		wait := policy.Wait(att.Number)
+		wait := policy.Wait(att.Number - att.RetryBase)
 		if class != agentrunner.ClassInterrupted && wait > 0 {
 			notBefore = now.Add(wait) // an interruption is not the agent's fault: no backoff
 		}
 		next := e.newAttempt(c, att.Step, att.Number+1, now, notBefore)
+		next.RetryBase = att.RetryBase
 		ch.Attempts = append(ch.Attempts, next)
 		details := map[string]any{"attempt": next.Number, "wait": "0s", "schedule": durations(policy.Backoff)}
 		if !notBefore.IsZero() {
@@ -413,22 +446,7 @@ func (e *Engine) fail(ctx context.Context, c *agentrunner.Cycle, att *agentrunne
 		}
 		return c, next, e.commit(ctx, ch)
 	}
-	if err := e.ws.Machine.Check(from, agentrunner.StateWaiting); err != nil {
-		return c, nil, err
-	}
-	ended := *c
-	ended.Status, ended.Step, ended.EndedAt = agentrunner.CycleFailed, "", now
-	ended.Error = fmt.Sprintf("step %s failed after %d attempt(s): %s: %s", att.Step, att.Number, class, reason)
-	ch.Cycle = &ended
-	e.transition(ch, c, from, agentrunner.StateWaiting)
-	e.event(ch, c, att.Step, agentrunner.EventCycleFailed, agentrunner.LevelError, map[string]any{
-		"step": att.Step, "attempts": att.Number, "error_class": string(class), "error": reason,
-		"inputs": e.inputPaths(c, att.Step),
-	})
-	if err := e.commit(ctx, ch); err != nil {
-		return c, nil, err
-	}
-	return &ended, nil, nil
+	return e.escalate(ctx, c, &failed, ch)
 }
 
 func durations(ds []time.Duration) []string {

@@ -215,10 +215,11 @@ func TestRetryScheduleIsExactlyTheBackoff(t *testing.T) {
 	}
 }
 
-// TestRetriesExhaustedEndsTheCycle: after max retries the cycle fails with
-// its context recorded, and the cycle dir holds only what was accepted.
+// TestRetriesExhaustedEndsTheCycle: under the fail policy, after max
+// retries the cycle fails with its context recorded, and the cycle dir
+// holds only what was accepted.
 func TestRetriesExhaustedEndsTheCycle(t *testing.T) {
-	f := newFixture(t, execsvc.MockOptions{}, nil)
+	f := newFixture(t, execsvc.MockOptions{}, func(c *config.Config) { c.Escalation.Policy = config.PolicyFail })
 	f.fail("research", mock.Crash, mock.Crash, mock.Crash, mock.Crash)
 	c := f.runOnce(f.engine())
 	if c.Status != agentrunner.CycleFailed || !strings.Contains(c.Error, "step research failed after 4 attempt(s)") {
@@ -227,9 +228,12 @@ func TestRetriesExhaustedEndsTheCycle(t *testing.T) {
 	if diff := cmp.Diff([]string{"plan.md"}, files(t, c.Dir)); diff != "" {
 		t.Errorf("cycle dir (-want +got):\n%s", diff)
 	}
-	failed := f.eventsOf(agentrunner.EventCycleFailed)
-	if len(failed) != 1 || failed[0].Level != agentrunner.LevelError || failed[0].Details["attempts"] != 4 {
-		t.Fatalf("cycle.failed events: %+v", failed)
+	if n := len(f.eventsOf(agentrunner.EventCycleFailed)); n != 1 {
+		t.Errorf("%d cycle.failed events, want 1", n)
+	}
+	failed := f.eventsOf(EventEscalation)
+	if len(failed) != 1 || failed[0].Level != agentrunner.LevelError || failed[0].Details["attempts"] != 4 || failed[0].Details["policy"] != "fail" {
+		t.Fatalf("escalation events: %+v", failed)
 	}
 	inputs := failed[0].Details["inputs"].([]string)
 	if !strings.HasSuffix(inputs[0], "plan.md") {
@@ -258,8 +262,8 @@ func TestBadOutputIsNotRetried(t *testing.T) {
 			f := newFixture(t, execsvc.MockOptions{}, nil)
 			f.fail("synthesize", tt.fault)
 			c := f.runOnce(f.engine())
-			if c.Status != agentrunner.CycleFailed || !strings.Contains(c.Error, tt.want) {
-				t.Fatalf("cycle %s: %q, want failed with %q", c.Status, c.Error, tt.want)
+			if c.Status != agentrunner.CycleHalted || !strings.Contains(c.Error, tt.want) {
+				t.Fatalf("cycle %s: %q, want halted with %q", c.Status, c.Error, tt.want)
 			}
 			atts := f.attempts(c.ID)
 			if got := atts[len(atts)-1]; got != "synthesize#1:failed:invalid_output" {
@@ -309,7 +313,7 @@ func TestStepTimeoutOverride(t *testing.T) {
 	})
 	f.fail("research", mock.Hang)
 	c := f.runOnce(f.engine())
-	if c.Status != agentrunner.CycleFailed || !strings.Contains(c.Error, "timeout") {
+	if c.Status != agentrunner.CycleHalted || !strings.Contains(c.Error, "timeout") {
 		t.Fatalf("cycle %s: %q, want failed by the step's 20ms timeout with no retry", c.Status, c.Error)
 	}
 }
@@ -479,7 +483,7 @@ func TestExecutionOutcomes(t *testing.T) {
 			}
 		}
 		c := f.runOnce(f.engine())
-		if c.Status != agentrunner.CycleFailed || !strings.Contains(c.Error, "expired") {
+		if c.Status != agentrunner.CycleHalted || !strings.Contains(c.Error, "expired") {
 			t.Fatalf("cycle %s: %q, want failed: expired", c.Status, c.Error)
 		}
 		if len(f.es.Requests()) != 0 {
@@ -613,7 +617,7 @@ func TestCycleTokenBudget(t *testing.T) {
 	sp := &spender{Runtime: e.runtimes["mock"], budgets: map[string]agentrunner.TokenBudget{}}
 	e.runtimes["mock"] = sp
 	c := f.runOnce(e)
-	if c.Status != agentrunner.CycleFailed || !strings.Contains(c.Error, "budget") {
+	if c.Status != agentrunner.CycleHalted || !strings.Contains(c.Error, "budget") {
 		t.Fatalf("cycle %s: %q, want failed on its budget", c.Status, c.Error)
 	}
 	if diff := cmp.Diff([]string{"plan#1:succeeded", "research#1:succeeded", "analyze#1:failed:budget"}, f.attempts(c.ID)); diff != "" {

@@ -51,6 +51,9 @@ func (e *Engine) runExecution(ctx context.Context, c *agentrunner.Cycle, step *c
 		return out, err
 	}
 	deadline := started.Add(e.cfg.StepTimeout(step))
+	if step.ID != e.ws.Machine.Final() && e.deadline(c).Before(deadline) {
+		deadline = e.deadline(c)
+	}
 	status, detail := e.follow(ctx, c, step, receipt, deadline)
 	if ctx.Err() != nil {
 		return out, ctx.Err()
@@ -98,7 +101,7 @@ func (e *Engine) notify(ctx context.Context, c *agentrunner.Cycle, step *config.
 	r, err := e.exec.Submit(ctx, key, stored)
 	if err != nil {
 		if ctx.Err() == nil {
-			if rerr := e.store.RecordOutboxFailure(ctx, key, err.Error()); rerr != nil {
+			if rerr := e.store.RecordOutboxFailure(ctx, key, err.Error(), time.Time{}); rerr != nil {
 				e.log.Error("recording an outbox failure", "key", key, "error", rerr)
 			}
 		}

@@ -62,7 +62,7 @@ func (e *Engine) runAgent(ctx context.Context, c *agentrunner.Cycle, step *confi
 		PromptPath: filepath.Join(att.Dir, "prompt.md"), Dir: att.Dir,
 		OutputPath: filepath.Join(att.Dir, agent.Output.File), CycleDir: c.Dir,
 		MailboxPath: e.boxes.Path(agent.Name), Inputs: inputs,
-		TemplatePath: agent.TemplatePath, Timeout: e.cfg.StepTimeout(step),
+		TemplatePath: agent.TemplatePath, Timeout: e.stepTimeout(c, step),
 	}
 	if agent.Output.Schema != "" {
 		inv.SchemaPath = agent.SchemaPath
@@ -170,10 +170,15 @@ func (e *Engine) inputs(ctx context.Context, c *agentrunner.Cycle, a *config.Age
 			inputs = append(inputs, agentrunner.Input{Name: describe(in, "memory of the "+in.Memory+" agent"), Path: e.ws.Layout.Memory(in.Memory)})
 		case in.History == nil:
 			path := filepath.Join(c.Dir, in.Artifact)
+			name := describe(in, in.Artifact+" of this cycle")
 			if _, err := os.Stat(path); err != nil {
-				return nil, agentrunner.Fail(agentrunner.ClassInternal, "input %s is missing from the cycle directory %s", in.Artifact, c.Dir)
+				if !e.overdue(c) {
+					return nil, agentrunner.Fail(agentrunner.ClassInternal, "input %s is missing from the cycle directory %s", in.Artifact, c.Dir)
+				}
+				// A cycle forced to its end judges what it has (FR-007).
+				name += " (missing: the cycle ran out of time before it was produced)"
 			}
-			inputs = append(inputs, agentrunner.Input{Name: describe(in, in.Artifact+" of this cycle"), Path: path})
+			inputs = append(inputs, agentrunner.Input{Name: name, Path: path})
 		default:
 			found, err := e.history(ctx, c, in)
 			if err != nil {
@@ -389,4 +394,15 @@ func (e *Engine) budget(ctx context.Context, c *agentrunner.Cycle, a *config.Age
 		b = agentrunner.TokenBudget{Limit: left, Source: fmt.Sprintf("what is left of budgets.cycle_tokens (%d of %d)", left, limit)}
 	}
 	return b, nil
+}
+
+// stepTimeout is the time limit of an attempt: the step's, cut to what is
+// left of the cycle unless the step is the final one, which always gets
+// its own time to judge what the cycle has.
+func (e *Engine) stepTimeout(c *agentrunner.Cycle, s *config.Step) time.Duration {
+	t := e.cfg.StepTimeout(s)
+	if s.ID == e.ws.Machine.Final() {
+		return t
+	}
+	return max(min(t, e.deadline(c).Sub(e.clock.Now())), time.Millisecond)
 }

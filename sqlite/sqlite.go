@@ -118,21 +118,59 @@ func (s *Store) migrate(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		tx, err := s.write.BeginTx(ctx, nil)
+		if err := s.apply(ctx, name, string(body), version); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// apply runs one migration in a transaction. A migration that rebuilds a
+// table starts with "-- foreign_keys: off": it runs with foreign keys off
+// (they cannot change inside a transaction) and they are checked before
+// the commit, the procedure SQLite documents for altering a table.
+func (s *Store) apply(ctx context.Context, name, body string, version int) (err error) {
+	rebuild := strings.HasPrefix(body, "-- foreign_keys: off")
+	if rebuild {
+		// The write pool has one connection, so the pragma holds for the
+		// transaction below.
+		if _, err := s.write.ExecContext(ctx, "PRAGMA foreign_keys = OFF"); err != nil {
+			return err
+		}
+		defer func() {
+			if _, ferr := s.write.ExecContext(ctx, "PRAGMA foreign_keys = ON"); ferr != nil && err == nil {
+				err = ferr
+			}
+		}()
+	}
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() {
 		if err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, string(body)); err != nil {
 			tx.Rollback()
+		}
+	}()
+	if _, err = tx.ExecContext(ctx, body); err != nil {
+		return fmt.Errorf("migration %s: %w", name, err)
+	}
+	if rebuild {
+		rows, err := tx.QueryContext(ctx, "PRAGMA foreign_key_check")
+		if err != nil {
 			return fmt.Errorf("migration %s: %w", name, err)
 		}
-		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", version)); err != nil {
-			tx.Rollback()
-			return err
+		broken := rows.Next()
+		rows.Close()
+		if broken {
+			return fmt.Errorf("migration %s would break foreign keys", name)
 		}
-		if err := tx.Commit(); err != nil {
-			return fmt.Errorf("migration %s: %w", name, err)
-		}
+	}
+	if _, err = tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", version)); err != nil {
+		return err
+	}
+	if err = tx.Commit(); err != nil {
+		return fmt.Errorf("migration %s: %w", name, err)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -39,8 +40,8 @@ func TestPragmasAndReopen(t *testing.T) {
 	}
 	var version int
 	s.w.conn.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version)
-	if version != 2 {
-		t.Errorf("user_version = %d, want 2", version)
+	if version != 3 {
+		t.Errorf("user_version = %d, want 3", version)
 	}
 	if _, err := s.read.ExecContext(ctx, "DELETE FROM cycles"); err == nil {
 		t.Error("the read pool accepted a write")
@@ -110,5 +111,64 @@ func TestWritesAfterFailuresAndConcurrently(t *testing.T) {
 	evs, err := s.Events(context.Background(), agentrunner.EventFilter{})
 	if err != nil || len(evs) != 80 {
 		t.Fatalf("%d events, %v; want the 80 committed ones", len(evs), err)
+	}
+}
+
+// TestMigrationKeepsData: a database of an older version, with cycles and
+// the attempts that reference them, is migrated without losing a row or a
+// reference (the cycles table is rebuilt in migration 3).
+func TestMigrationKeepsData(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	db, err := sql.Open("sqlite", dsn(path, "foreign_keys(1)"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"migrations/0001_init.sql", "migrations/0002_attempt_usage.sql"} {
+		body, _ := migrations.ReadFile(name)
+		if _, err := db.ExecContext(ctx, string(body)); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	stmts := []string{
+		`PRAGMA user_version = 2`,
+		`INSERT INTO cycles (id, pipeline, status, step, dir, started_at) VALUES ('20261101_000000', 'p', 'completed', '', '/d', '2026-11-01T00:00:00.000000000Z')`,
+		`INSERT INTO cycles (id, pipeline, status, step, dir, started_at) VALUES ('20261102_000000', 'p', 'running', 'plan', '/d', '2026-11-02T00:00:00.000000000Z')`,
+		`INSERT INTO attempts (cycle_id, step, number, status, input_tokens) VALUES ('20261101_000000', 'plan', 1, 'succeeded', 42)`,
+		`INSERT INTO attempts (cycle_id, step, number, status) VALUES ('20261102_000000', 'plan', 1, 'running')`,
+	}
+	for _, q := range stmts {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	db.Close()
+
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	defer s.Close()
+	c, err := s.UnfinishedCycle(ctx)
+	if err != nil || c.ID != "20261102_000000" || c.Step != "plan" {
+		t.Fatalf("unfinished cycle after the migration: %+v, %v", c, err)
+	}
+	atts, _ := s.Attempts(ctx, "20261101_000000")
+	if len(atts) != 1 || atts[0].Usage.InputTokens != 42 {
+		t.Errorf("attempts after the migration: %+v", atts)
+	}
+	var fkOn int
+	s.w.conn.QueryRowContext(ctx, "PRAGMA foreign_keys").Scan(&fkOn)
+	if fkOn != 1 {
+		t.Error("foreign keys are off after the migration")
+	}
+	bad := &agentrunner.Attempt{CycleID: "no-such", Step: "x", Number: 1, Status: agentrunner.AttemptRunning}
+	if err := s.Apply(ctx, &agentrunner.Change{Attempts: []*agentrunner.Attempt{bad}}); err == nil {
+		t.Error("the attempts' foreign key to cycles is gone")
+	}
+	halted := *c
+	halted.Status = agentrunner.CycleHalted
+	if err := s.Apply(ctx, &agentrunner.Change{From: "plan", Cycle: &halted}); err != nil {
+		t.Errorf("halting a cycle after the migration: %v", err)
 	}
 }

@@ -37,7 +37,7 @@ func decodeTime(s sql.NullString) (time.Time, error) {
 // The statements of Apply.
 const (
 	sqlState = `SELECT COALESCE(
-		(SELECT step FROM cycles WHERE status = 'running'),
+		(SELECT CASE status WHEN 'halted' THEN 'Halted' ELSE step END FROM cycles WHERE status IN ('running', 'halted')),
 		CASE WHEN EXISTS (SELECT 1 FROM cycles) THEN 'WaitingForNextCycle' ELSE 'Idle' END)`
 	sqlUpsertCycle = `
 		INSERT INTO cycles (id, pipeline, status, step, last_completed_step, dir, started_at, ended_at, error)
@@ -50,7 +50,7 @@ const (
 	sqlUpsertAttempts = `
 		INSERT INTO attempts (cycle_id, step, number, agent, status, error_class, error,
 			not_before, started_at, ended_at, exit_code, output_path, dir,
-			input_tokens, output_tokens, cached_tokens, turns, tool_calls)
+			input_tokens, output_tokens, cached_tokens, turns, tool_calls, retry_base)
 		VALUES %s
 		ON CONFLICT (cycle_id, step, number) DO UPDATE SET
 			status = excluded.status, error_class = excluded.error_class, error = excluded.error,
@@ -58,14 +58,16 @@ const (
 			ended_at = excluded.ended_at, exit_code = excluded.exit_code,
 			output_path = excluded.output_path, dir = excluded.dir,
 			input_tokens = excluded.input_tokens, output_tokens = excluded.output_tokens,
-			cached_tokens = excluded.cached_tokens, turns = excluded.turns, tool_calls = excluded.tool_calls`
+			cached_tokens = excluded.cached_tokens, turns = excluded.turns, tool_calls = excluded.tool_calls,
+			retry_base = excluded.retry_base`
 	sqlInsertEvents = `
 		INSERT INTO events (timestamp, event_type, agent, step, cycle_id, level, details)
 		VALUES %s`
 	sqlInsertOutbox = `
 		INSERT INTO outbox (key, kind, cycle_id, payload, created_at) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (key) DO NOTHING`
-	sqlDelivered = `UPDATE outbox SET delivered_at = ?, response = ?, attempts = attempts + 1 WHERE key = ?`
+	sqlDelivered = `UPDATE outbox SET delivered_at = ?, response = ?, attempts = attempts + 1, next_attempt_at = NULL WHERE key = ?`
+	sqlConsumed  = `UPDATE commands SET consumed_at = ?, result = ? WHERE id = ? AND consumed_at IS NULL`
 )
 
 // writer is the one connection every write goes through, held for the
@@ -180,7 +182,7 @@ func (s *Store) Apply(ctx context.Context, ch *agentrunner.Change) (err error) {
 			u := a.Usage
 			rows[i] = []any{a.CycleID, a.Step, a.Number, a.Agent, string(a.Status), string(a.ErrorClass), a.Error,
 				encodeTime(a.NotBefore), encodeTime(a.StartedAt), encodeTime(a.EndedAt), exit, a.OutputPath, a.Dir,
-				u.InputTokens, u.OutputTokens, u.CachedTokens, u.Turns, u.ToolCalls}
+				u.InputTokens, u.OutputTokens, u.CachedTokens, u.Turns, u.ToolCalls, a.RetryBase}
 		}
 		if _, err = w.execRows(ctx, sqlUpsertAttempts, rows); err != nil {
 			return translate(err, fmt.Sprintf("attempts of cycle %s", ch.Attempts[0].CycleID))
@@ -223,6 +225,15 @@ func (s *Store) Apply(ctx context.Context, ch *agentrunner.Change) (err error) {
 			return agentrunner.Errorf(agentrunner.ENOTFOUND, "outbox message %q not found", m.Key)
 		}
 	}
+	for _, c := range ch.Consumed {
+		res, err := w.exec(ctx, sqlConsumed, encodeTime(c.ConsumedAt), c.Result, c.ID)
+		if err != nil {
+			return translate(err, fmt.Sprintf("command %d", c.ID))
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return agentrunner.Errorf(agentrunner.ECONFLICT, "command %d was already consumed or does not exist", c.ID)
+		}
+	}
 	if _, err = w.exec(ctx, "COMMIT"); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
@@ -234,8 +245,8 @@ func (s *Store) Apply(ctx context.Context, ch *agentrunner.Change) (err error) {
 func translate(err error, what string) error {
 	msg := err.Error()
 	switch {
-	case strings.Contains(msg, "UNIQUE constraint failed: cycles.status"):
-		return agentrunner.Errorf(agentrunner.ECONFLICT, "%s: another cycle is already running", what)
+	case strings.Contains(msg, "cycles_one_unfinished"):
+		return agentrunner.Errorf(agentrunner.ECONFLICT, "%s: another cycle is unfinished (running or halted)", what)
 	case strings.Contains(msg, "constraint failed"):
 		return &agentrunner.Error{Code: agentrunner.EINVALID, Message: what, Err: err}
 	}
@@ -273,9 +284,9 @@ func (s *Store) Cycle(ctx context.Context, id string) (*agentrunner.Cycle, error
 	return s.oneCycle(ctx, fmt.Sprintf("cycle %q", id), `id = ?`, id)
 }
 
-// UnfinishedCycle returns the running cycle.
+// UnfinishedCycle returns the running or halted cycle.
 func (s *Store) UnfinishedCycle(ctx context.Context) (*agentrunner.Cycle, error) {
-	return s.oneCycle(ctx, "running cycle", `status = 'running'`)
+	return s.oneCycle(ctx, "unfinished cycle", `status IN ('running', 'halted')`)
 }
 
 // Cycles lists cycles newest first.
@@ -315,7 +326,7 @@ func (s *Store) Cycles(ctx context.Context, f agentrunner.CycleFilter) ([]*agent
 func (s *Store) Attempts(ctx context.Context, cycleID string) ([]*agentrunner.Attempt, error) {
 	rows, err := s.read.QueryContext(ctx, `
 		SELECT cycle_id, step, number, agent, status, error_class, error, not_before, started_at, ended_at,
-			exit_code, output_path, dir, input_tokens, output_tokens, cached_tokens, turns, tool_calls
+			exit_code, output_path, dir, input_tokens, output_tokens, cached_tokens, turns, tool_calls, retry_base
 		FROM attempts WHERE cycle_id = ? ORDER BY rowid`, cycleID)
 	if err != nil {
 		return nil, err
@@ -328,7 +339,7 @@ func (s *Store) Attempts(ctx context.Context, cycleID string) ([]*agentrunner.At
 		var exit sql.NullInt64
 		if err := rows.Scan(&a.CycleID, &a.Step, &a.Number, &a.Agent, &a.Status, &a.ErrorClass, &a.Error,
 			&notBefore, &started, &ended, &exit, &a.OutputPath, &a.Dir,
-			&a.Usage.InputTokens, &a.Usage.OutputTokens, &a.Usage.CachedTokens, &a.Usage.Turns, &a.Usage.ToolCalls); err != nil {
+			&a.Usage.InputTokens, &a.Usage.OutputTokens, &a.Usage.CachedTokens, &a.Usage.Turns, &a.Usage.ToolCalls, &a.RetryBase); err != nil {
 			return nil, err
 		}
 		if exit.Valid {
@@ -387,34 +398,133 @@ func (s *Store) Events(ctx context.Context, f agentrunner.EventFilter) ([]*agent
 	return out, rows.Err()
 }
 
-// OutboxMessage returns one outbox message by key.
-func (s *Store) OutboxMessage(ctx context.Context, key string) (*agentrunner.OutboxMessage, error) {
+const outboxColumns = `key, kind, cycle_id, payload, created_at, delivered_at, response, attempts, last_error, next_attempt_at`
+
+func scanOutbox(row interface{ Scan(...any) error }) (*agentrunner.OutboxMessage, error) {
 	var m agentrunner.OutboxMessage
-	var created, delivered sql.NullString
-	err := s.read.QueryRowContext(ctx, `
-		SELECT key, kind, cycle_id, payload, created_at, delivered_at, response, attempts, last_error
-		FROM outbox WHERE key = ?`, key).
-		Scan(&m.Key, &m.Kind, &m.CycleID, &m.Payload, &created, &delivered, &m.Response, &m.Attempts, &m.LastError)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, agentrunner.Errorf(agentrunner.ENOTFOUND, "outbox message %q not found", key)
-	}
-	if err != nil {
+	var created, delivered, next sql.NullString
+	if err := row.Scan(&m.Key, &m.Kind, &m.CycleID, &m.Payload, &created, &delivered, &m.Response, &m.Attempts, &m.LastError, &next); err != nil {
 		return nil, err
 	}
-	if m.CreatedAt, err = decodeTime(created); err != nil {
-		return nil, err
-	}
-	if m.DeliveredAt, err = decodeTime(delivered); err != nil {
-		return nil, err
+	var err error
+	for _, t := range []struct {
+		dst *time.Time
+		src sql.NullString
+	}{{&m.CreatedAt, created}, {&m.DeliveredAt, delivered}, {&m.NextAttemptAt, next}} {
+		if *t.dst, err = decodeTime(t.src); err != nil {
+			return nil, err
+		}
 	}
 	return &m, nil
 }
 
-// RecordOutboxFailure counts a failed delivery and keeps its reason.
-func (s *Store) RecordOutboxFailure(ctx context.Context, key, reason string) error {
+// OutboxMessage returns one outbox message by key.
+func (s *Store) OutboxMessage(ctx context.Context, key string) (*agentrunner.OutboxMessage, error) {
+	m, err := scanOutbox(s.read.QueryRowContext(ctx, `SELECT `+outboxColumns+` FROM outbox WHERE key = ?`, key))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, agentrunner.Errorf(agentrunner.ENOTFOUND, "outbox message %q not found", key)
+	}
+	return m, err
+}
+
+// Outbox lists outbox messages: undelivered ones due by f.Due, oldest
+// first, or delivered ones, newest first.
+func (s *Store) Outbox(ctx context.Context, f agentrunner.OutboxFilter) ([]*agentrunner.OutboxMessage, error) {
+	q := `SELECT ` + outboxColumns + ` FROM outbox WHERE `
+	var args []any
+	if f.Delivered {
+		q += `delivered_at IS NOT NULL`
+	} else {
+		q += `delivered_at IS NULL AND (next_attempt_at IS NULL OR next_attempt_at <= ?)`
+		args = append(args, encodeTime(f.Due))
+	}
+	if f.Kind != "" {
+		q += ` AND kind = ?`
+		args = append(args, f.Kind)
+	}
+	if f.Delivered {
+		q += ` ORDER BY delivered_at DESC`
+	} else {
+		q += ` ORDER BY created_at, key`
+	}
+	if f.Limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, f.Limit)
+	}
+	rows, err := s.read.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*agentrunner.OutboxMessage
+	for rows.Next() {
+		m, err := scanOutbox(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// AddCommand stores a command and assigns its ID.
+func (s *Store) AddCommand(ctx context.Context, c *agentrunner.Command) error {
+	args := []byte("{}")
+	if len(c.Args) > 0 {
+		var err error
+		if args, err = json.Marshal(c.Args); err != nil {
+			return &agentrunner.Error{Code: agentrunner.EINVALID, Message: "command arguments", Err: err}
+		}
+	}
 	s.w.mu.Lock()
 	defer s.w.mu.Unlock()
-	res, err := s.w.exec(ctx, `UPDATE outbox SET attempts = attempts + 1, last_error = ? WHERE key = ?`, reason, key)
+	res, err := s.w.exec(ctx, `INSERT INTO commands (kind, args, operator, created_at) VALUES (?, ?, ?, ?)`,
+		c.Kind, string(args), c.Operator, encodeTime(c.CreatedAt))
+	if err != nil {
+		return translate(err, "command "+c.Kind)
+	}
+	if c.ID, err = res.LastInsertId(); err != nil {
+		return err
+	}
+	s.commits.Add(1)
+	return nil
+}
+
+// PendingCommands lists unconsumed commands, oldest first.
+func (s *Store) PendingCommands(ctx context.Context) ([]*agentrunner.Command, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT id, kind, args, operator, created_at FROM commands WHERE consumed_at IS NULL ORDER BY id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*agentrunner.Command
+	for rows.Next() {
+		var c agentrunner.Command
+		var args string
+		var created sql.NullString
+		if err := rows.Scan(&c.ID, &c.Kind, &args, &c.Operator, &created); err != nil {
+			return nil, err
+		}
+		if c.CreatedAt, err = decodeTime(created); err != nil {
+			return nil, err
+		}
+		if args != "{}" {
+			if err := json.Unmarshal([]byte(args), &c.Args); err != nil {
+				return nil, fmt.Errorf("command %d arguments: %w", c.ID, err)
+			}
+		}
+		out = append(out, &c)
+	}
+	return out, rows.Err()
+}
+
+// RecordOutboxFailure counts a failed delivery, keeps its reason and sets
+// when to try again.
+func (s *Store) RecordOutboxFailure(ctx context.Context, key, reason string, next time.Time) error {
+	s.w.mu.Lock()
+	defer s.w.mu.Unlock()
+	res, err := s.w.exec(ctx, `UPDATE outbox SET attempts = attempts + 1, last_error = ?, next_attempt_at = ? WHERE key = ?`,
+		reason, encodeTime(next), key)
 	if err != nil {
 		return err
 	}

@@ -3,13 +3,21 @@
 // pipeline: the learning loop is one graph, other pipelines are others.
 //
 // The states are Idle (before the first cycle), WaitingForNextCycle
-// (between cycles) and one state per step. The legal transitions are:
+// (between cycles), Halted (a step failed for good and an operator must
+// resume) and one state per step. The legal transitions are:
 //
 //	Idle, WaitingForNextCycle → the start step     (a cycle begins)
-//	step → its successor                           (the step succeeded)
+//	step → its successor                           (the step succeeded, or
+//	                                                was skipped)
 //	step → WaitingForNextCycle                     (the cycle ended: the last
 //	                                                step succeeded, or a step
-//	                                                failed for good)
+//	                                                failed for good, or an
+//	                                                operator aborted it)
+//	step → Halted                                  (a step failed for good)
+//	Halted → a step                                (an operator resumed)
+//	Halted → WaitingForNextCycle                   (an operator aborted)
+//	step → the final step                          (the cycle ran out of
+//	                                                time: forced to its end)
 //
 // A retry is not a transition: the state stays at the step.
 package statemachine
@@ -30,6 +38,7 @@ type Machine struct {
 	start string
 	next  map[string]string
 	order []string
+	final string
 }
 
 // TransitionError is an illegal transition. Nothing was changed.
@@ -84,8 +93,23 @@ func New(start string, next map[string]string) (*Machine, error) {
 	return &Machine{start: start, next: next, order: order}, nil
 }
 
+// WithFinal returns the machine with a final step: the step a cycle that
+// ran out of time is forced to (the learning loop's evaluation), so what it
+// has is still judged.
+func (m *Machine) WithFinal(step string) (*Machine, error) {
+	if _, ok := m.next[step]; !ok {
+		return nil, fmt.Errorf("final step %q is not a step", step)
+	}
+	f := *m
+	f.final = step
+	return &f, nil
+}
+
+// Final returns the final step, "" if there is none.
+func (m *Machine) Final() string { return m.final }
+
 func isReserved(name string) bool {
-	return name == string(agentrunner.StateIdle) || name == string(agentrunner.StateWaiting)
+	return name == string(agentrunner.StateIdle) || name == string(agentrunner.StateWaiting) || name == string(agentrunner.StateHalted)
 }
 
 // Start returns the state a cycle begins in.
@@ -120,11 +144,18 @@ func (m *Machine) Check(from, to agentrunner.State) error {
 		if to == m.Start() {
 			return nil
 		}
+	case from == agentrunner.StateHalted:
+		if to == agentrunner.StateWaiting || m.IsStep(to) {
+			return nil
+		}
 	case m.IsStep(from):
-		if to == agentrunner.StateWaiting {
+		if to == agentrunner.StateWaiting || to == agentrunner.StateHalted {
 			return nil
 		}
 		if succ := m.next[string(from)]; succ != End && to == agentrunner.State(succ) {
+			return nil
+		}
+		if m.final != "" && to == agentrunner.State(m.final) && from != to {
 			return nil
 		}
 	}

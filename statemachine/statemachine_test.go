@@ -41,13 +41,26 @@ func TestCheckEveryPair(t *testing.T) {
 		{"synthesize", "execute"}:             true,
 		{"execute", "evaluate"}:               true,
 		{"plan", "WaitingForNextCycle"}:       true,
+		{"plan", "Halted"}:                    true,
+		{"research", "Halted"}:                true,
+		{"analyze", "Halted"}:                 true,
+		{"synthesize", "Halted"}:              true,
+		{"execute", "Halted"}:                 true,
+		{"evaluate", "Halted"}:                true,
+		{"Halted", "plan"}:                    true,
+		{"Halted", "research"}:                true,
+		{"Halted", "analyze"}:                 true,
+		{"Halted", "synthesize"}:              true,
+		{"Halted", "execute"}:                 true,
+		{"Halted", "evaluate"}:                true,
+		{"Halted", "WaitingForNextCycle"}:     true,
 		{"research", "WaitingForNextCycle"}:   true,
 		{"analyze", "WaitingForNextCycle"}:    true,
 		{"synthesize", "WaitingForNextCycle"}: true,
 		{"execute", "WaitingForNextCycle"}:    true,
 		{"evaluate", "WaitingForNextCycle"}:   true,
 	}
-	states := []agentrunner.State{"Idle", "WaitingForNextCycle", "plan", "research", "analyze", "synthesize", "execute", "evaluate", "unknown", ""}
+	states := []agentrunner.State{"Idle", "WaitingForNextCycle", "Halted", "plan", "research", "analyze", "synthesize", "execute", "evaluate", "unknown", ""}
 	accepted := 0
 	for _, from := range states {
 		for _, to := range states {
@@ -115,6 +128,7 @@ func TestNewRejectsBadGraphs(t *testing.T) {
 		{"unknown successor", "a", map[string]string{"a": "b"}, `successor "b" is not a step`},
 		{"reserved name", "Idle", map[string]string{"Idle": End}, "reserved"},
 		{"reserved waiting", "a", map[string]string{"a": "WaitingForNextCycle", "WaitingForNextCycle": End}, "reserved"},
+		{"reserved halted", "Halted", map[string]string{"Halted": End}, "reserved"},
 		{"loop", "a", map[string]string{"a": "b", "b": "a"}, "reached twice"},
 		{"unreachable", "a", map[string]string{"a": End, "c": End, "b": "c"}, "not reachable from start \"a\": [b c]"},
 	}
@@ -138,5 +152,38 @@ func TestOtherShapesAreJustOtherGraphs(t *testing.T) {
 	}
 	if err := m.Check("fix", "review"); err == nil {
 		t.Error("fix → review must be illegal in this graph")
+	}
+}
+
+// TestFinalStep: a cycle that ran out of time may be forced from any other
+// step to the final one, and only with a final step configured.
+func TestFinalStep(t *testing.T) {
+	m := mustNew(t)
+	if err := m.Check("research", "evaluate"); err == nil {
+		t.Error("research → evaluate accepted without a final step")
+	}
+	if m.Final() != "" {
+		t.Errorf("Final() = %q without a final step", m.Final())
+	}
+	f, err := m.WithFinal("evaluate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, from := range []agentrunner.State{"plan", "research", "analyze", "synthesize", "execute"} {
+		if err := f.Check(from, "evaluate"); err != nil {
+			t.Errorf("%s → evaluate with a final step: %v", from, err)
+		}
+	}
+	if err := f.Check("evaluate", "evaluate"); err == nil {
+		t.Error("evaluate → evaluate accepted")
+	}
+	if err := f.Check("Idle", "evaluate"); err == nil {
+		t.Error("Idle → evaluate accepted")
+	}
+	if f.Final() != "evaluate" || m.Final() != "" {
+		t.Error("WithFinal changed the original machine or did not set the final step")
+	}
+	if _, err := m.WithFinal("report"); err == nil {
+		t.Error("a final step that is not a step was accepted")
 	}
 }

@@ -28,6 +28,9 @@ func Run(t *testing.T, open func(t *testing.T) agentrunner.Store) {
 		{"Outbox", testOutbox},
 		{"CyclesFilter", testCyclesFilter},
 		{"NotFound", testNotFound},
+		{"HaltedCycleIsUnfinished", testHalted},
+		{"CommandsAreConsumedOnce", testCommands},
+		{"OutboxDueAndDelivered", testOutboxFilter},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -62,7 +65,7 @@ func testRoundTrip(t *testing.T, s agentrunner.Store) {
 	a := &agentrunner.Attempt{CycleID: c.ID, Step: "plan", Number: 1, Agent: "plan", Status: agentrunner.AttemptFailed,
 		ErrorClass: agentrunner.ClassCrash, Error: "exit 3", StartedAt: t0, EndedAt: t0.Add(time.Second),
 		ExitCode: &exit, Dir: "/w/attempts/x", OutputPath: "",
-		Usage: agentrunner.Usage{InputTokens: 1200, OutputTokens: 300, CachedTokens: 800, Turns: 4, ToolCalls: 6}}
+		Usage: agentrunner.Usage{InputTokens: 1200, OutputTokens: 300, CachedTokens: 800, Turns: 4, ToolCalls: 6}, RetryBase: 2}
 	e := &agentrunner.Event{Timestamp: t0, Type: agentrunner.EventAttemptFailed, Agent: "plan", Step: "plan",
 		CycleID: c.ID, Level: agentrunner.LevelWarn, Details: map[string]any{"error": "exit 3", "attempt": float64(1)}}
 	mustApply(t, s, &agentrunner.Change{From: agentrunner.StateIdle, Cycle: c, Attempts: []*agentrunner.Attempt{a}, Events: []*agentrunner.Event{e}})
@@ -210,7 +213,7 @@ func testOutbox(t *testing.T, s agentrunner.Store) {
 	if string(got.Payload) != `{"a":1}` || !got.DeliveredAt.IsZero() {
 		t.Errorf("a second insert with the same key changed the message: %+v", got)
 	}
-	if err := s.RecordOutboxFailure(ctx, m.Key, "connection refused"); err != nil {
+	if err := s.RecordOutboxFailure(ctx, m.Key, "connection refused", t0.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	mustApply(t, s, &agentrunner.Change{Delivered: []*agentrunner.OutboxMessage{{Key: m.Key, DeliveredAt: t0.Add(time.Second), Response: []byte(`{"ok":true}`)}}})
@@ -221,7 +224,7 @@ func testOutbox(t *testing.T, s agentrunner.Store) {
 	if err := s.Apply(ctx, &agentrunner.Change{Delivered: []*agentrunner.OutboxMessage{{Key: "nope", DeliveredAt: t0}}}); agentrunner.ErrorCode(err) != agentrunner.ENOTFOUND {
 		t.Errorf("delivering an unknown key: %v, want not found", err)
 	}
-	if err := s.RecordOutboxFailure(ctx, "nope", "x"); agentrunner.ErrorCode(err) != agentrunner.ENOTFOUND {
+	if err := s.RecordOutboxFailure(ctx, "nope", "x", time.Time{}); agentrunner.ErrorCode(err) != agentrunner.ENOTFOUND {
 		t.Errorf("failure of an unknown key: %v, want not found", err)
 	}
 }
@@ -289,5 +292,99 @@ func testManyEvents(t *testing.T, s agentrunner.Store) {
 		if e.Type != evs[i].Type || e.ID != evs[i].ID || (i > 0 && e.ID <= got[i-1].ID) {
 			t.Fatalf("event %d: stored %s id %d, returned id %d", i, e.Type, e.ID, evs[i].ID)
 		}
+	}
+}
+
+func testHalted(t *testing.T, s agentrunner.Store) {
+	ctx := context.Background()
+	c := cycle("20261122_140000", agentrunner.CycleRunning, "research")
+	mustApply(t, s, &agentrunner.Change{Cycle: c})
+	halted := *c
+	halted.Status = agentrunner.CycleHalted
+	mustApply(t, s, &agentrunner.Change{From: "research", Cycle: &halted})
+	un, err := s.UnfinishedCycle(ctx)
+	if err != nil || un.Status != agentrunner.CycleHalted || un.State() != agentrunner.StateHalted {
+		t.Fatalf("UnfinishedCycle = %+v, %v; want the halted cycle", un, err)
+	}
+	if err := s.Apply(ctx, &agentrunner.Change{From: "research", Cycle: &halted}); agentrunner.ErrorCode(err) != agentrunner.ECONFLICT {
+		t.Errorf("the state of a halted cycle is not Halted: %v", err)
+	}
+	other := cycle("20261122_150000", agentrunner.CycleRunning, "plan")
+	if err := s.Apply(ctx, &agentrunner.Change{Cycle: other}); agentrunner.ErrorCode(err) != agentrunner.ECONFLICT {
+		t.Errorf("a second cycle started while one is halted: %v", err)
+	}
+	resumed := halted
+	resumed.Status = agentrunner.CycleRunning
+	mustApply(t, s, &agentrunner.Change{From: agentrunner.StateHalted, Cycle: &resumed})
+}
+
+func testCommands(t *testing.T, s agentrunner.Store) {
+	ctx := context.Background()
+	a := &agentrunner.Command{Kind: agentrunner.CommandResume, Operator: "alice", CreatedAt: t0, Args: map[string]any{"note": "fixed the key"}}
+	b := &agentrunner.Command{Kind: "pause", Operator: "bob", CreatedAt: t0.Add(time.Second)}
+	for _, c := range []*agentrunner.Command{a, b} {
+		if err := s.AddCommand(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a.ID == 0 || b.ID <= a.ID {
+		t.Fatalf("ids %d, %d", a.ID, b.ID)
+	}
+	pending, err := s.PendingCommands(ctx)
+	if err != nil || len(pending) != 2 {
+		t.Fatalf("pending: %+v, %v", pending, err)
+	}
+	if diff := cmp.Diff(a, pending[0]); diff != "" {
+		t.Errorf("first pending command (-want +got):\n%s", diff)
+	}
+	done := *pending[0]
+	done.ConsumedAt, done.Result = t0.Add(time.Minute), "resumed research"
+	mustApply(t, s, &agentrunner.Change{Consumed: []*agentrunner.Command{&done}})
+	if err := s.Apply(ctx, &agentrunner.Change{Consumed: []*agentrunner.Command{&done}}); agentrunner.ErrorCode(err) != agentrunner.ECONFLICT {
+		t.Errorf("consuming a command twice: %v, want a conflict", err)
+	}
+	pending, _ = s.PendingCommands(ctx)
+	if len(pending) != 1 || pending[0].ID != b.ID {
+		t.Errorf("pending after consuming the first: %+v", pending)
+	}
+}
+
+func testOutboxFilter(t *testing.T, s agentrunner.Store) {
+	ctx := context.Background()
+	msgs := []*agentrunner.OutboxMessage{
+		{Key: "w1", Kind: agentrunner.OutboxWebhook, Payload: []byte(`{}`), CreatedAt: t0},
+		{Key: "w2", Kind: agentrunner.OutboxWebhook, Payload: []byte(`{}`), CreatedAt: t0.Add(time.Second)},
+		{Key: "s1", Kind: agentrunner.OutboxSafeMode, Payload: []byte(`{}`), CreatedAt: t0.Add(2 * time.Second)},
+	}
+	mustApply(t, s, &agentrunner.Change{Outbox: msgs})
+	keys := func(ms []*agentrunner.OutboxMessage) []string {
+		var out []string
+		for _, m := range ms {
+			out = append(out, m.Key)
+		}
+		return out
+	}
+	due, _ := s.Outbox(ctx, agentrunner.OutboxFilter{Due: t0})
+	if diff := cmp.Diff([]string{"w1", "w2", "s1"}, keys(due)); diff != "" {
+		t.Errorf("due (-want +got):\n%s", diff)
+	}
+	if err := s.RecordOutboxFailure(ctx, "w1", "503", t0.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	mustApply(t, s, &agentrunner.Change{Delivered: []*agentrunner.OutboxMessage{{Key: "s1", DeliveredAt: t0.Add(time.Minute)}}})
+	due, _ = s.Outbox(ctx, agentrunner.OutboxFilter{Due: t0.Add(time.Minute), Kind: agentrunner.OutboxWebhook})
+	if diff := cmp.Diff([]string{"w2"}, keys(due)); diff != "" {
+		t.Errorf("due webhooks before w1's next attempt (-want +got):\n%s", diff)
+	}
+	due, _ = s.Outbox(ctx, agentrunner.OutboxFilter{Due: t0.Add(2 * time.Hour)})
+	if diff := cmp.Diff([]string{"w1", "w2"}, keys(due)); diff != "" {
+		t.Errorf("due after w1's next attempt (-want +got):\n%s", diff)
+	}
+	if due[0].Attempts != 1 || due[0].LastError != "503" || !due[0].NextAttemptAt.Equal(t0.Add(time.Hour)) {
+		t.Errorf("w1 after a failure: %+v", due[0])
+	}
+	delivered, _ := s.Outbox(ctx, agentrunner.OutboxFilter{Delivered: true, Limit: 1})
+	if diff := cmp.Diff([]string{"s1"}, keys(delivered)); diff != "" {
+		t.Errorf("delivered (-want +got):\n%s", diff)
 	}
 }

@@ -1,0 +1,234 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/config"
+	"github.com/agentrunner/agentrunner/internal/atomicfile"
+	"github.com/agentrunner/agentrunner/webhook"
+)
+
+// Event types of escalation and recovery.
+const (
+	EventEscalation = "escalation"
+	EventSkipped    = "step.skipped"
+	EventHalted     = "cycle.halted"
+	EventResumed    = "cycle.resumed"
+	EventForced     = "cycle.forced"
+)
+
+// commandPoll is how often a halted engine looks for an operator's command.
+const commandPoll = time.Second
+
+// escalate handles a step that failed for good, as its policy says
+// (FR-048..051): skip to the last known good artifact, halt until an
+// operator resumes, or end the cycle failed. Each records the failure's
+// full context and notifies operators through the webhook, in the change
+// that also records the failed attempt.
+func (e *Engine) escalate(ctx context.Context, c *agentrunner.Cycle, failed *agentrunner.Attempt, ch *agentrunner.Change) (*agentrunner.Cycle, *agentrunner.Attempt, error) {
+	step := e.cfg.Pipeline.Steps[failed.Step]
+	policy := e.cfg.StepPolicyName(step)
+	details := map[string]any{
+		"step": failed.Step, "attempts": failed.Number, "error_class": string(failed.ErrorClass), "error": failed.Error,
+		"inputs": e.inputPaths(c, failed.Step), "policy": policy,
+	}
+	alert := webhook.Event{
+		Kind: webhook.KindEscalation, ID: fmt.Sprintf("escalation/%s/%s/%d", c.ID, failed.Step, failed.Number),
+		Time: e.clock.Now(), Pipeline: e.cfg.Name, CycleID: c.ID, Step: failed.Step, Agent: step.Agent,
+		Attempts: failed.Number, ErrorClass: string(failed.ErrorClass), Error: failed.Error, Inputs: e.inputPaths(c, failed.Step),
+		Policy: policy,
+	}
+	if policy == config.PolicySkip {
+		fb, err := e.fallback(ctx, c, step)
+		if err != nil {
+			return c, nil, err
+		}
+		if fb != nil {
+			details["fallback"], details["fallback_cycle"] = fb.path, fb.cycleID
+			alert.Fallback = fb.path
+			e.event(ch, c, failed.Step, EventEscalation, agentrunner.LevelError, details)
+			e.alert(ch, alert)
+			return e.skip(ctx, c, step, fb, ch)
+		}
+		// With nothing to stand in for the step, skip is halt (issue 5).
+		policy, details["policy"], details["fallback"] = config.PolicyHalt, config.PolicyHalt, "none: no earlier cycle has a valid "+e.stepFile(step)
+		alert.Policy = config.PolicyHalt
+	}
+	e.event(ch, c, failed.Step, EventEscalation, agentrunner.LevelError, details)
+	e.alert(ch, alert)
+	if policy == config.PolicyFail {
+		return e.end(ctx, c, ch, agentrunner.CycleFailed, fmt.Sprintf("step %s failed after %d attempt(s): %s: %s", failed.Step, failed.Number, failed.ErrorClass, failed.Error))
+	}
+	from := agentrunner.State(c.Step)
+	if err := e.ws.Machine.Check(from, agentrunner.StateHalted); err != nil {
+		return c, nil, err
+	}
+	halted := *c
+	halted.Status = agentrunner.CycleHalted
+	halted.Error = fmt.Sprintf("step %s failed after %d attempt(s): %s: %s; waiting for an operator to resume", failed.Step, failed.Number, failed.ErrorClass, failed.Error)
+	ch.Cycle = &halted
+	e.transition(ch, c, from, agentrunner.StateHalted)
+	e.event(ch, c, failed.Step, EventHalted, agentrunner.LevelError, map[string]any{"step": failed.Step, "error": halted.Error})
+	if err := e.commit(ctx, ch); err != nil {
+		return c, nil, err
+	}
+	return &halted, nil, nil
+}
+
+// end ends a cycle that will not run its remaining steps.
+func (e *Engine) end(ctx context.Context, c *agentrunner.Cycle, ch *agentrunner.Change, status agentrunner.CycleStatus, why string) (*agentrunner.Cycle, *agentrunner.Attempt, error) {
+	from := c.State()
+	if err := e.ws.Machine.Check(from, agentrunner.StateWaiting); err != nil {
+		return c, nil, err
+	}
+	ended := *c
+	ended.Status, ended.Step, ended.EndedAt, ended.Error = status, "", e.clock.Now(), why
+	ch.Cycle = &ended
+	e.transition(ch, c, from, agentrunner.StateWaiting)
+	e.event(ch, c, c.Step, agentrunner.EventCycleFailed, agentrunner.LevelError, map[string]any{
+		"step": c.Step, "status": string(status), "error": why, "inputs": e.inputPaths(c, c.Step),
+	})
+	if err := e.commit(ctx, ch); err != nil {
+		return c, nil, err
+	}
+	return &ended, nil, nil
+}
+
+// alert adds a webhook notification to a change, when a webhook is
+// configured: the outbox delivers it, signed, with retries.
+func (e *Engine) alert(ch *agentrunner.Change, ev webhook.Event) {
+	if e.cfg.Escalation.Webhook.URL == "" {
+		return
+	}
+	body, err := ev.Body()
+	if err != nil {
+		e.log.Error("building a webhook notification", "id", ev.ID, "error", err)
+		return
+	}
+	ch.Outbox = append(ch.Outbox, &agentrunner.OutboxMessage{
+		Key: ev.ID, Kind: agentrunner.OutboxWebhook, CycleID: ev.CycleID, Payload: body, CreatedAt: e.clock.Now(),
+	})
+}
+
+// stepFile is the artifact a step produces, if any.
+func (e *Engine) stepFile(s *config.Step) string {
+	if a := e.cfg.Agents[s.Agent]; s.Kind == config.StepAgent && a != nil {
+		return a.Output.File
+	}
+	return ""
+}
+
+// fallbackArtifact is the last known good artifact of a step.
+type fallbackArtifact struct {
+	path    string
+	cycleID string
+	data    []byte
+}
+
+// maxFallbackScan bounds how many earlier cycles are searched (FR-051).
+const maxFallbackScan = 200
+
+// fallback finds the most recent valid artifact of a step's name in
+// earlier cycles (FR-051); nil when there is none (or the step has no
+// artifact, as an execution step).
+func (e *Engine) fallback(ctx context.Context, c *agentrunner.Cycle, s *config.Step) (*fallbackArtifact, error) {
+	file := e.stepFile(s)
+	if file == "" {
+		return nil, nil
+	}
+	agent := e.ws.Agents[s.Agent]
+	cycles, err := e.store.Cycles(ctx, agentrunner.CycleFilter{Before: c.ID, Limit: maxFallbackScan})
+	if err != nil {
+		return nil, err
+	}
+	for _, prev := range cycles {
+		path := filepath.Join(prev.Dir, file)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		if len(agent.Contract.Validate(data)) == 0 {
+			return &fallbackArtifact{path: path, cycleID: prev.ID, data: data}, nil
+		}
+	}
+	return nil, nil
+}
+
+// skip publishes a fallback artifact in place of the step's output,
+// delivers the step's messages from it, and moves on (FR-050).
+func (e *Engine) skip(ctx context.Context, c *agentrunner.Cycle, s *config.Step, fb *fallbackArtifact, ch *agentrunner.Change) (*agentrunner.Cycle, *agentrunner.Attempt, error) {
+	file := e.stepFile(s)
+	dst := filepath.Join(c.Dir, file)
+	if err := atomicfile.WriteFile(dst, fb.data, 0o644); err != nil {
+		return c, nil, fmt.Errorf("publish fallback %s: %w", fb.path, err)
+	}
+	out := &outcome{}
+	note := fmt.Sprintf("%s failed; %s of cycle %s stands in for it: %s", s.ID, file, fb.cycleID, dst)
+	if err := e.deliver(c, s, fb.data, note, out); err != nil {
+		return c, nil, err
+	}
+	ch.Events = append(ch.Events, out.events...)
+	e.event(ch, c, s.ID, EventSkipped, agentrunner.LevelWarn, map[string]any{
+		"artifact": file, "fallback": fb.path, "fallback_cycle": fb.cycleID, "path": dst,
+	})
+	return e.advance(ctx, c, ch)
+}
+
+// resumeHalted applies the oldest pending resume command to a halted
+// cycle: the step gets a new attempt, and a new round of retries.
+func (e *Engine) resumeHalted(ctx context.Context, c *agentrunner.Cycle) (*agentrunner.Cycle, *agentrunner.Attempt, bool, error) {
+	cmds, err := e.store.PendingCommands(ctx)
+	if err != nil {
+		return c, nil, false, err
+	}
+	for _, cmd := range cmds {
+		if cmd.Kind != agentrunner.CommandResume {
+			continue
+		}
+		last, err := e.currentAttempt(ctx, c)
+		if err != nil {
+			return c, nil, false, err
+		}
+		if err := e.ws.Machine.Check(agentrunner.StateHalted, agentrunner.State(c.Step)); err != nil {
+			return c, nil, false, err
+		}
+		now := e.clock.Now()
+		resumed := *c
+		resumed.Status, resumed.Error = agentrunner.CycleRunning, ""
+		next := e.newAttempt(c, c.Step, last.Number+1, now, time.Time{})
+		next.RetryBase = last.Number
+		done := *cmd
+		done.ConsumedAt, done.Result = now, fmt.Sprintf("resumed cycle %s at step %s (attempt %d)", c.ID, c.Step, next.Number)
+		ch := &agentrunner.Change{From: agentrunner.StateHalted, Cycle: &resumed, Attempts: []*agentrunner.Attempt{next}, Consumed: []*agentrunner.Command{&done}}
+		e.event(ch, c, c.Step, EventResumed, agentrunner.LevelInfo, map[string]any{"operator": cmd.Operator, "command": cmd.ID, "args": cmd.Args})
+		e.transition(ch, c, agentrunner.StateHalted, agentrunner.State(c.Step))
+		e.attemptStarted(ch, c, next)
+		e.alert(ch, webhook.Event{Kind: webhook.KindResumed, ID: fmt.Sprintf("resumed/%s/%s/%d", c.ID, c.Step, next.Number),
+			Time: now, Pipeline: e.cfg.Name, CycleID: c.ID, Step: c.Step, Details: map[string]any{"operator": cmd.Operator}})
+		if err := e.commit(ctx, ch); err != nil {
+			return c, nil, false, err
+		}
+		return &resumed, next, true, nil
+	}
+	return c, nil, false, nil
+}
+
+// waitForResume waits, polling for commands, until an operator resumes a
+// halted cycle.
+func (e *Engine) waitForResume(ctx context.Context, c *agentrunner.Cycle) (*agentrunner.Cycle, *agentrunner.Attempt, error) {
+	e.log.Warn("the loop is halted: waiting for an operator (agentrunner resume)", "cycle_id", c.ID, "step", c.Step)
+	for {
+		r, att, ok, err := e.resumeHalted(ctx, c)
+		if ok || err != nil {
+			return r, att, err
+		}
+		if err := e.sleep(ctx, commandPoll); err != nil {
+			return c, nil, err
+		}
+	}
+}
