@@ -36,6 +36,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzExecuteArguments$$' -fuzztime $(FUZZTIME) ./tool/
 	$(GO) test -run '^$$' -fuzz '^FuzzLookup$$' -fuzztime $(FUZZTIME) ./tool/fstool/
 	$(GO) test -run '^$$' -fuzz '^FuzzExtract$$' -fuzztime $(FUZZTIME) ./tool/webfetch/
+	$(GO) test -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $(FUZZTIME) ./webhook/
 
 # Benchmarks: run them where creating files is cheap (TMPDIR on a normal
 # directory) and compare runs with benchstat.

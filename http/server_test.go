@@ -199,8 +199,17 @@ func (s failingStore) Events(context.Context, agentrunner.EventFilter) ([]*agent
 func (s failingStore) OutboxMessage(context.Context, string) (*agentrunner.OutboxMessage, error) {
 	return nil, s.err
 }
-func (s failingStore) RecordOutboxFailure(context.Context, string, string) error { return s.err }
-func (s failingStore) Close() error                                              { return nil }
+func (s failingStore) RecordOutboxFailure(context.Context, string, string, time.Time) error {
+	return s.err
+}
+func (s failingStore) Outbox(context.Context, agentrunner.OutboxFilter) ([]*agentrunner.OutboxMessage, error) {
+	return nil, s.err
+}
+func (s failingStore) AddCommand(context.Context, *agentrunner.Command) error { return s.err }
+func (s failingStore) PendingCommands(context.Context) ([]*agentrunner.Command, error) {
+	return nil, s.err
+}
+func (s failingStore) Close() error { return nil }
 
 var _ agentrunner.Store = failingStore{}
 
