@@ -28,6 +28,8 @@ type Client struct {
 	endpoint string
 	token    string
 	http     *http.Client
+	// now stamps heartbeats; tests replace it.
+	now func() time.Time
 }
 
 // NewClient returns a client of the service at baseURL. baseURL is http or
@@ -60,6 +62,7 @@ func NewClient(baseURL, token string, timeout time.Duration) (*Client, error) {
 	return &Client{
 		endpoint: strings.TrimRight(u.String(), "/"),
 		token:    token,
+		now:      time.Now,
 		http: &http.Client{
 			Timeout:   timeout,
 			Transport: newTransport(),
@@ -240,8 +243,13 @@ func (c *Client) statusError(what string, resp *http.Response, body []byte, comp
 	case code == http.StatusUnauthorized, code == http.StatusForbidden:
 		class = agentrunner.ClassConfig
 	case code == http.StatusConflict:
-		// The key was used for another strategy: a bug or a reused
-		// database; an operator must look before anything is resent.
+		// The key was used for another strategy or safe-mode request: a
+		// bug or a reused database; an operator must look before anything
+		// is resent.
+		class = agentrunner.ClassConfig
+	case code == http.StatusLocked:
+		// The service is in safe mode; it stays there until an operator
+		// lifts it, so retrying on a timer would only spend the retries.
 		class = agentrunner.ClassConfig
 	case code == http.StatusNotFound, code == http.StatusMethodNotAllowed:
 		// The endpoint or the strategy is unknown to the service: the base

@@ -28,6 +28,15 @@ type Mock struct {
 	byID       map[string]*accepted
 	strategies []Submission
 
+	// heartbeats are the receive times of accepted heartbeats.
+	heartbeats []time.Time
+	safe       SafeModeState
+	// liftedAt is when an operator last lifted safe mode; the dead man's
+	// switch counts from it when it is later than the last heartbeat.
+	liftedAt time.Time
+	// safeByKey holds safe-mode requests by idempotency key.
+	safeByKey map[string]*safeEntry
+
 	srvMu  sync.Mutex
 	server *http.Server
 	served chan struct{}
@@ -54,6 +63,14 @@ type MockOptions struct {
 	// replaced with the mock's clock at each request. An Account that breaks
 	// the contract is answered with 500, so a test cannot pass by accident.
 	Account *Account
+	// HeartbeatTimeout arms the dead man's switch (FR-056): once a
+	// heartbeat was received, when more than this passes by Now without
+	// another one (or since an operator last lifted safe mode, if that is
+	// later), the mock is in safe mode with reason heartbeat_lost, since
+	// the moment the timeout ran out. It is evaluated on every request and
+	// by SafeMode, so a fake clock needs no sleeping. Zero (or negative)
+	// disarms the switch.
+	HeartbeatTimeout time.Duration
 }
 
 // Request is one request the mock received, whatever its outcome.
@@ -67,6 +84,12 @@ type Request struct {
 	Time time.Time
 	// StatusCode is what the mock answered.
 	StatusCode int
+}
+
+// safeEntry is one safe-mode request the mock took, under its key.
+type safeEntry struct {
+	req        SafeModeRequest
+	firstReply []byte
 }
 
 // accepted is one strategy the mock took, under its idempotency key.
@@ -84,11 +107,14 @@ type accepted struct {
 func NewMock(opts MockOptions) *Mock {
 	opts.ExecutingAfter = max(opts.ExecutingAfter, 0)
 	opts.CompletedAfter = max(opts.CompletedAfter, 0)
+	opts.HeartbeatTimeout = max(opts.HeartbeatTimeout, 0)
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Mock{opts: opts, byKey: map[string]*accepted{}, byID: map[string]*accepted{}}
+	return &Mock{opts: opts, byKey: map[string]*accepted{}, byID: map[string]*accepted{}, safeByKey: map[string]*safeEntry{}}
 }
+
+var _ http.Handler = (*Mock)(nil)
 
 // Start listens on addr (such as "127.0.0.1:0") and serves in the
 // background. It returns the base URL to give a Client.
@@ -154,6 +180,24 @@ func (m *Mock) Strategies() []Submission {
 	return out
 }
 
+// Heartbeats returns the receive times, by the mock's clock, of the
+// heartbeats it accepted, in order.
+func (m *Mock) Heartbeats() []time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]time.Time(nil), m.heartbeats...)
+}
+
+// SafeMode returns the mock's safe mode as GET /v1/safe-mode would answer
+// now, evaluating the dead man's switch against the mock's clock first.
+func (m *Mock) SafeMode() SafeModeState {
+	now := m.opts.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.checkSwitch(now)
+	return m.safeState()
+}
+
 // reply is an answer computed under the lock and written after it, so a
 // slow client cannot hold up the others.
 type reply struct {
@@ -167,29 +211,35 @@ func (m *Mock) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, readErr := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
 
 	m.mu.Lock()
+	now := m.opts.Now()
 	m.requests = append(m.requests, Request{
 		Method:         r.Method,
 		Path:           r.URL.Path,
 		IdempotencyKey: r.Header.Get("Idempotency-Key"),
 		Body:           body,
-		Time:           m.opts.Now(),
+		Time:           now,
 	})
 	idx := len(m.requests) - 1
-	rep := m.route(r, body, readErr)
+	// Before routing, so a heartbeat arriving after the timeout does not
+	// undo the switch: the service was without a runner meanwhile.
+	m.checkSwitch(now)
+	rep := m.route(r, body, readErr, now)
 	m.requests[idx].StatusCode = rep.status
 	m.mu.Unlock()
 
 	for k, vs := range rep.header {
 		w.Header()[k] = vs
 	}
-	w.Header().Set("Content-Type", "application/json")
+	if rep.body != nil {
+		w.Header().Set("Content-Type", "application/json")
+	}
 	w.WriteHeader(rep.status)
 	_, _ = w.Write(rep.body) // the client hanging up is its own problem
 }
 
 // route picks the endpoint. The mock routes by hand rather than with a
 // ServeMux so 404 and 405 answers have the contract's error shape too.
-func (m *Mock) route(r *http.Request, body []byte, readErr error) reply {
+func (m *Mock) route(r *http.Request, body []byte, readErr error, now time.Time) reply {
 	if !m.authorized(r) {
 		rep := errorReply(http.StatusUnauthorized, "unauthorized", "missing or wrong bearer token")
 		rep.header = http.Header{"Www-Authenticate": {`Bearer realm="execution-service"`}}
@@ -203,6 +253,23 @@ func (m *Mock) route(r *http.Request, body []byte, readErr error) reply {
 			return methodNotAllowed(http.MethodGet)
 		}
 		return m.account()
+	case path == "/v1/heartbeat":
+		if r.Method != http.MethodPost {
+			return methodNotAllowed(http.MethodPost)
+		}
+		return m.heartbeat(r, body, readErr, now)
+	case path == "/v1/safe-mode":
+		switch r.Method {
+		case http.MethodGet:
+			return reply{status: http.StatusOK, body: encodeJSON(m.safeState())}
+		case http.MethodPost:
+			return m.enterSafeMode(r, body, readErr, now)
+		case http.MethodDelete:
+			m.safe = SafeModeState{}
+			m.liftedAt = now
+			return reply{status: http.StatusNoContent}
+		}
+		return methodNotAllowed("GET, POST, DELETE")
 	case path == collection:
 		if r.Method != http.MethodPost {
 			return methodNotAllowed(http.MethodPost)
@@ -235,14 +302,8 @@ func (m *Mock) submit(r *http.Request, body []byte, readErr error) reply {
 	if err := checkToken("Idempotency-Key", key); err != nil {
 		return errorReply(http.StatusBadRequest, "invalid_request", err.Error())
 	}
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		return errorReply(http.StatusUnsupportedMediaType, "unsupported_media_type", "Content-Type must be application/json")
-	}
-	if readErr != nil {
-		return errorReply(http.StatusBadRequest, "invalid_request", "could not read the body: "+readErr.Error())
-	}
-	if len(body) > MaxBodyBytes {
-		return errorReply(http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("body is larger than %d bytes", MaxBodyBytes))
+	if rep, ok := checkJSONBody(r, body, readErr); !ok {
+		return rep
 	}
 	sub, err := ParseSubmission(body)
 	if err != nil {
@@ -254,6 +315,13 @@ func (m *Mock) submit(r *http.Request, body []byte, readErr error) reply {
 				fmt.Sprintf("Idempotency-Key %q was used for strategy %s with sha256 %s, not %s", key, a.id, a.sha256, sub.SHA256))
 		}
 		return reply{status: http.StatusOK, body: bytes.Clone(a.firstReply)}
+	}
+	// After the key lookup: a replay starts nothing new, so it is answered
+	// even in safe mode.
+	if m.safe.SafeMode {
+		return errorReply(http.StatusLocked, "safe_mode", fmt.Sprintf(
+			"the service is in safe mode since %s (reason %s) and takes no new strategy until an operator lifts it",
+			m.safe.Since.Format(time.RFC3339Nano), m.safe.Reason))
 	}
 	now := m.opts.Now().UTC()
 	a := &accepted{
@@ -296,6 +364,99 @@ func (m *Mock) status(id string) reply {
 		rc.Error = m.opts.FailWith
 	}
 	return reply{status: http.StatusOK, body: encodeJSON(rc)}
+}
+
+// checkJSONBody checks what every POST body shares: the media type, a
+// complete read and the size limit.
+func checkJSONBody(r *http.Request, body []byte, readErr error) (reply, bool) {
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		return errorReply(http.StatusUnsupportedMediaType, "unsupported_media_type", "Content-Type must be application/json"), false
+	}
+	if readErr != nil {
+		return errorReply(http.StatusBadRequest, "invalid_request", "could not read the body: "+readErr.Error()), false
+	}
+	if len(body) > MaxBodyBytes {
+		return errorReply(http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("body is larger than %d bytes", MaxBodyBytes)), false
+	}
+	return reply{}, true
+}
+
+// heartbeat is POST /v1/heartbeat. Liveness is judged by the mock's clock
+// at receipt, not by sent_at, so a runner's skewed clock cannot fool it.
+func (m *Mock) heartbeat(r *http.Request, body []byte, readErr error, now time.Time) reply {
+	if rep, ok := checkJSONBody(r, body, readErr); !ok {
+		return rep
+	}
+	if _, err := ParseHeartbeatRequest(body); err != nil {
+		return errorReply(http.StatusBadRequest, "invalid_request", err.Error())
+	}
+	m.heartbeats = append(m.heartbeats, now)
+	return reply{status: http.StatusOK, body: encodeJSON(struct {
+		SafeMode bool `json:"safe_mode"`
+	}{m.safe.SafeMode})}
+}
+
+// enterSafeMode is POST /v1/safe-mode. Checks run in the order of
+// POST /v1/strategies: key, media type, body, then the key lookup.
+func (m *Mock) enterSafeMode(r *http.Request, body []byte, readErr error, now time.Time) reply {
+	keys := r.Header.Values("Idempotency-Key")
+	if len(keys) != 1 {
+		return errorReply(http.StatusBadRequest, "invalid_request", "exactly one Idempotency-Key header is required")
+	}
+	key := keys[0]
+	if err := checkToken("Idempotency-Key", key); err != nil {
+		return errorReply(http.StatusBadRequest, "invalid_request", err.Error())
+	}
+	if rep, ok := checkJSONBody(r, body, readErr); !ok {
+		return rep
+	}
+	req, err := ParseSafeModeRequest(body)
+	if err != nil {
+		return errorReply(http.StatusBadRequest, "invalid_request", err.Error())
+	}
+	if e, ok := m.safeByKey[key]; ok {
+		if !e.req.equal(req) {
+			return errorReply(http.StatusConflict, "idempotency_conflict",
+				fmt.Sprintf("Idempotency-Key %q was used for another safe-mode request (reason %s)", key, e.req.Reason))
+		}
+		return reply{status: http.StatusOK, body: bytes.Clone(e.firstReply)}
+	}
+	// Already in safe mode: nothing changes, and the answer keeps the
+	// first reason and time.
+	if !m.safe.SafeMode {
+		m.safe = SafeModeState{SafeMode: true, Since: now.UTC(), Reason: req.Reason}
+	}
+	e := &safeEntry{req: req, firstReply: encodeJSON(struct {
+		SafeMode bool      `json:"safe_mode"`
+		Since    time.Time `json:"since"`
+		Reason   string    `json:"reason"`
+	}{true, m.safe.Since, m.safe.Reason})}
+	m.safeByKey[key] = e
+	return reply{status: http.StatusAccepted, body: e.firstReply}
+}
+
+// checkSwitch is the dead man's switch: it enters safe mode when the
+// heartbeats stopped for longer than HeartbeatTimeout before now.
+func (m *Mock) checkSwitch(now time.Time) {
+	if m.opts.HeartbeatTimeout == 0 || m.safe.SafeMode || len(m.heartbeats) == 0 {
+		return
+	}
+	from := m.heartbeats[len(m.heartbeats)-1]
+	if m.liftedAt.After(from) {
+		from = m.liftedAt
+	}
+	if now.Sub(from) > m.opts.HeartbeatTimeout {
+		m.safe = SafeModeState{SafeMode: true, Since: from.Add(m.opts.HeartbeatTimeout).UTC(), Reason: ReasonHeartbeatLost}
+	}
+}
+
+// safeState is the full state as GET /v1/safe-mode answers it.
+func (m *Mock) safeState() SafeModeState {
+	s := m.safe
+	if n := len(m.heartbeats); n > 0 {
+		s.LastHeartbeat = m.heartbeats[n-1].UTC()
+	}
+	return s
 }
 
 // account is GET /v1/account.
