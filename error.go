@@ -8,11 +8,12 @@ import (
 // Error codes of the one error type. They say what kind of problem it is,
 // not where it happened; the HTTP layer maps each to one status.
 const (
-	EINVALID     = "invalid"     // the input is wrong; retrying the same input fails again
-	ENOTFOUND    = "not_found"   // the thing asked for does not exist
-	ECONFLICT    = "conflict"    // the state changed under the caller
-	EUNAVAILABLE = "unavailable" // a dependency failed; retrying may help
-	EINTERNAL    = "internal"    // a bug or an unexpected failure
+	EINVALID      = "invalid"      // the input is wrong; retrying the same input fails again
+	ENOTFOUND     = "not_found"    // the thing asked for does not exist
+	ECONFLICT     = "conflict"     // the state changed under the caller
+	EUNAVAILABLE  = "unavailable"  // a dependency failed; retrying may help
+	EUNAUTHORIZED = "unauthorized" // the caller did not prove who it is
+	EINTERNAL     = "internal"     // a bug or an unexpected failure
 )
 
 // Error is agentrunner's error type: a code for programs and a message for

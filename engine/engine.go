@@ -11,6 +11,7 @@ package engine
 
 import (
 	"context"
+	"sync/atomic"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -65,6 +66,11 @@ type Engine struct {
 	boxes    *mailbox.Mailboxes
 	// mcpCommand starts the MCP server of process agents' tools.
 	mcpCommand string
+	// wake interrupts a wait (see Wake).
+	wake chan struct{}
+	// busyUntil is when the current operation must be over (unix nanos);
+	// the watchdog exits the process when it is long past.
+	busyUntil atomic.Int64
 }
 
 // New checks the options and returns an engine.
@@ -90,6 +96,7 @@ func New(opts Options) (*Engine, error) {
 	e := &Engine{
 		ws: opts.Workspace, cfg: cfg, store: opts.Store, runtimes: opts.Runtimes, exec: opts.Exec,
 		clock: opts.Clock, log: opts.Logger, onEvent: opts.OnEvent, boxes: boxes, mcpCommand: opts.MCPCommand,
+		wake: make(chan struct{}, 1),
 	}
 	if e.clock == nil {
 		e.clock = agentrunner.SystemClock{}
@@ -154,26 +161,54 @@ func (e *Engine) Run(ctx context.Context) error {
 
 // waitForSchedule waits until the next cycle is due.
 func (e *Engine) waitForSchedule(ctx context.Context) error {
-	last, err := e.latestCycle(ctx)
-	if err != nil {
-		return err
+	logged := false
+	for {
+		last, err := e.latestCycle(ctx)
+		if err != nil {
+			return err
+		}
+		now := e.clock.Now()
+		next := NextStart(e.cfg.Schedule, last, now)
+		if !now.Before(next) {
+			return nil
+		}
+		if !logged {
+			e.log.Info("waiting for the next cycle", "next_scheduled_time", next.Format(time.RFC3339))
+			logged = true
+		}
+		// The strategy may expire while the loop waits: wake up for it.
+		wake := next
+		if expires, err := e.CheckStrategy(ctx); err != nil {
+			e.log.Error("checking the strategy's validity", "error", err)
+		} else if !expires.IsZero() && expires.Before(wake) {
+			wake = expires
+		}
+		if err := e.sleep(ctx, wake.Sub(now)); err != nil {
+			return err
+		}
 	}
-	next := NextStart(e.cfg.Schedule, last, e.clock.Now())
-	if wait := next.Sub(e.clock.Now()); wait > 0 {
-		e.log.Info("waiting for the next cycle", "next_scheduled_time", next.Format(time.RFC3339))
-		return e.sleep(ctx, wait)
-	}
-	return nil
 }
 
-// sleep waits d on the engine's clock; it fails if ctx ends first (or
-// during the wait, so a fake clock's instant wait is still interruptible).
+// sleep waits d on the engine's clock, or until Wake; it fails if ctx
+// ends first (or during the wait, so a fake clock's instant wait is still
+// interruptible). Callers look again at what they wait for.
 func (e *Engine) sleep(ctx context.Context, d time.Duration) error {
+	e.busy(d)
 	select {
 	case <-ctx.Done():
 	case <-e.clock.After(d):
+	case <-e.wake:
 	}
 	return ctx.Err()
+}
+
+// Wake interrupts the engine's current wait, so it looks at new commands
+// (an operator's resume, an Execution Service callback) at once.
+func (e *Engine) Wake() {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
 }
 
 // NextStart is when the cycle after last is due: schedule.every after its
@@ -299,6 +334,7 @@ func (e *Engine) currentAttempt(ctx context.Context, c *agentrunner.Cycle) (*age
 func (e *Engine) runCycle(ctx context.Context, c *agentrunner.Cycle, att *agentrunner.Attempt) (*agentrunner.Cycle, error) {
 	var err error
 	for c.Status == agentrunner.CycleRunning {
+		e.busy(storeTimeout)
 		if e.overdue(c) && c.Step != e.ws.Machine.Final() {
 			if c, att, err = e.cutShort(ctx, c, att); err != nil {
 				return c, err

@@ -115,11 +115,12 @@ func (e *Engine) notify(ctx context.Context, c *agentrunner.Cycle, step *config.
 	return r, e.commit(ctx, ch)
 }
 
-// follow polls the strategy's status with backoff until it is terminal or
-// the deadline passes, recording each change of status as an event.
-// Transient polling errors are logged and polling goes on.
+// follow follows the strategy's status until it is terminal or the
+// deadline passes, recording each change of status as an event: by the
+// Execution Service's callbacks as soon as they arrive, and by polling with
+// backoff. Transient polling errors are logged and polling goes on.
 func (e *Engine) follow(ctx context.Context, c *agentrunner.Cycle, step *config.Step, r *execsvc.Receipt, deadline time.Time) (execsvc.Status, string) {
-	status := r.Status
+	status, detail := r.Status, r.Error
 	interval := e.cfg.ExecutionService.PollInterval.D()
 	for !status.Terminal() {
 		now := e.clock.Now()
@@ -129,29 +130,63 @@ func (e *Engine) follow(ctx context.Context, c *agentrunner.Cycle, step *config.
 		if e.sleep(ctx, min(interval, deadline.Sub(now))) != nil {
 			return status, ""
 		}
-		interval = min(interval*2, 10*e.cfg.ExecutionService.PollInterval.D())
-		got, err := e.exec.Status(ctx, r.StrategyID)
+		got, source, err := e.callbackStatus(ctx, c, step, r.StrategyID)
+		if err == nil && got == nil {
+			interval = min(interval*2, 10*e.cfg.ExecutionService.PollInterval.D())
+			e.busy(e.cfg.ExecutionService.RequestTimeout.D())
+			source = "poll"
+			got, err = e.exec.Status(ctx, r.StrategyID)
+		}
 		if err != nil {
-			e.log.Warn("polling the Execution Service", "cycle_id", c.ID, "strategy_id", r.StrategyID, "error", err)
+			e.log.Warn("following the strategy", "cycle_id", c.ID, "strategy_id", r.StrategyID, "error", err)
 			continue
 		}
 		if got.Status != status {
-			status = got.Status
+			status, detail = got.Status, got.Error
 			if !status.Terminal() {
 				ch := &agentrunner.Change{}
 				e.event(ch, c, step.ID, agentrunner.EventExecutionStatus, agentrunner.LevelInfo, map[string]any{
-					"strategy_id": r.StrategyID, "status": string(status),
+					"strategy_id": r.StrategyID, "status": string(status), "source": source,
 				})
 				if err := e.commit(ctx, ch); err != nil {
 					e.log.Error("recording execution status", "error", err)
 				}
 			}
 		}
-		if status.Terminal() {
-			return status, got.Error
-		}
 	}
-	return status, r.Error
+	return status, detail
+}
+
+// callbackStatus consumes the Execution Service's status callbacks about
+// a strategy (commands written by the API) and returns the newest status
+// they report, nil if there is none.
+func (e *Engine) callbackStatus(ctx context.Context, c *agentrunner.Cycle, step *config.Step, strategyID string) (*execsvc.Receipt, string, error) {
+	cmds, err := e.store.PendingCommands(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	var got *execsvc.Receipt
+	ch := &agentrunner.Change{}
+	for _, cmd := range cmds {
+		if cmd.Kind != agentrunner.CommandExecutionStatus || cmd.Args["strategy_id"] != strategyID {
+			continue
+		}
+		st, _ := cmd.Args["status"].(string)
+		msg, _ := cmd.Args["error"].(string)
+		done := *cmd
+		done.ConsumedAt = e.clock.Now()
+		if status := execsvc.Status(st); status.Valid() {
+			got = &execsvc.Receipt{StrategyID: strategyID, Status: status, Error: msg}
+			done.Result = "status " + st
+		} else {
+			done.Result = fmt.Sprintf("ignored: unknown status %q", st)
+		}
+		ch.Consumed = append(ch.Consumed, &done)
+	}
+	if len(ch.Consumed) == 0 {
+		return nil, "", nil
+	}
+	return got, "callback", e.commit(ctx, ch)
 }
 
 // checkValidity refuses to hand over a strategy whose validity window is

@@ -107,6 +107,7 @@ func (e *Engine) runAgent(ctx context.Context, c *agentrunner.Cycle, step *confi
 
 	runCtx, cancel := context.WithTimeout(ctx, inv.Timeout)
 	defer cancel()
+	e.busy(inv.Timeout + e.cfg.Providers[agent.Provider].KillGrace.D())
 	res, err := e.runtimes[agent.Provider].Run(runCtx, inv)
 	if res != nil {
 		out.exitCode, out.usage = res.ExitCode, res.Usage

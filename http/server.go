@@ -4,9 +4,11 @@
 package http
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -15,15 +17,18 @@ import (
 	"github.com/agentrunner/agentrunner"
 	"github.com/agentrunner/agentrunner/config"
 	"github.com/agentrunner/agentrunner/engine"
+	"github.com/agentrunner/agentrunner/execsvc"
+	"github.com/agentrunner/agentrunner/webhook"
 )
 
 // statusOf maps error codes to HTTP statuses, in one place.
 var statusOf = map[string]int{
-	agentrunner.EINVALID:     http.StatusBadRequest,
-	agentrunner.ENOTFOUND:    http.StatusNotFound,
-	agentrunner.ECONFLICT:    http.StatusConflict,
-	agentrunner.EUNAVAILABLE: http.StatusServiceUnavailable,
-	agentrunner.EINTERNAL:    http.StatusInternalServerError,
+	agentrunner.EINVALID:      http.StatusBadRequest,
+	agentrunner.ENOTFOUND:     http.StatusNotFound,
+	agentrunner.ECONFLICT:     http.StatusConflict,
+	agentrunner.EUNAVAILABLE:  http.StatusServiceUnavailable,
+	agentrunner.EUNAUTHORIZED: http.StatusUnauthorized,
+	agentrunner.EINTERNAL:     http.StatusInternalServerError,
 }
 
 // Server serves the API of one workspace. It only reads the store.
@@ -49,6 +54,56 @@ func NewServer(store agentrunner.Store, cfg *config.Config, clock agentrunner.Cl
 
 // Handler returns the server's routes.
 func (s *Server) Handler() http.Handler { return s.mux }
+
+// maxCallbackBytes bounds a callback's body.
+const maxCallbackBytes = 64 << 10
+
+// callbackTolerance is how old a callback's signature may be.
+const callbackTolerance = 5 * time.Minute
+
+// WithCallback enables POST /api/execution/callback: the Execution
+// Service's status reports, signed with secret in the webhook format
+// (docs/execution-service.md), become commands the engine consumes; wake
+// tells the engine one arrived.
+func (s *Server) WithCallback(secret []byte, wake func()) *Server {
+	s.mux.HandleFunc("POST /api/execution/callback", func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxCallbackBytes+1))
+		if err != nil || len(body) > maxCallbackBytes {
+			s.writeError(w, r, agentrunner.Errorf(agentrunner.EINVALID, "the body is unreadable or longer than %d bytes", maxCallbackBytes))
+			return
+		}
+		if err := webhook.Verify(secret, body, r.Header.Get(webhook.SignatureHeader), s.clock.Now(), callbackTolerance); err != nil {
+			s.writeError(w, r, agentrunner.Errorf(agentrunner.EUNAUTHORIZED, "the callback's signature does not verify"))
+			return
+		}
+		var cb struct {
+			StrategyID string `json:"strategy_id"`
+			Status     string `json:"status"`
+			Error      string `json:"error"`
+		}
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&cb); err != nil {
+			s.writeError(w, r, agentrunner.Errorf(agentrunner.EINVALID, "the body is not a status callback: %v", err))
+			return
+		}
+		if cb.StrategyID == "" || !execsvc.Status(cb.Status).Valid() {
+			s.writeError(w, r, agentrunner.Errorf(agentrunner.EINVALID, "strategy_id is required and status must be acknowledged, executing, completed or error"))
+			return
+		}
+		cmd := &agentrunner.Command{Kind: agentrunner.CommandExecutionStatus, Operator: "execution-service", CreatedAt: s.clock.Now(),
+			Args: map[string]any{"strategy_id": cb.StrategyID, "status": cb.Status, "error": cb.Error}}
+		if err := s.store.AddCommand(r.Context(), cmd); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		if wake != nil {
+			wake()
+		}
+		writeJSON(w, http.StatusAccepted, map[string]any{"accepted": true, "command": cmd.ID})
+	})
+	return s
+}
 
 // Serve accepts connections on ln until ctx ends, then shuts down
 // gracefully.

@@ -185,8 +185,8 @@ func TestRunOnceFailsWhenTheExecutionServiceIsDown(t *testing.T) {
 			t.Errorf("the last line of stderr should say %q:\n%s", why, lastLine)
 		}
 	}
-	if !regexp.MustCompile(`(?m)^cycle \S+ failed at execute$`).MatchString(stdout) {
-		t.Errorf("stdout should say the cycle failed at execute:\n%s", stdout)
+	if !regexp.MustCompile(`(?m)^cycle \S+ halted at execute: waiting for an operator`).MatchString(stdout) {
+		t.Errorf("stdout should say the cycle halted at execute:\n%s", stdout)
 	}
 	cycles := cliCycleDirs(t, dir)
 	if len(cycles) != 1 {
@@ -196,8 +196,25 @@ func TestRunOnceFailsWhenTheExecutionServiceIsDown(t *testing.T) {
 	if diff := cmp.Diff(want, cliNames(t, cycles[0])); diff != "" {
 		t.Errorf("artifacts of the failed cycle (-want +got):\n%s", diff)
 	}
-	if st := cliStatus(t, cfg); st.LastCycle == nil || st.LastCycle.Status != agentrunner.CycleFailed || st.LastCompletedStep != "synthesize" {
-		t.Errorf("status should show a cycle failed after synthesize, got %+v (last cycle %+v)", st, st.LastCycle)
+	if st := cliStatus(t, cfg); st.LastCycle == nil || st.LastCycle.Status != agentrunner.CycleHalted || st.CurrentState != agentrunner.StateHalted || st.LastCompletedStep != "synthesize" {
+		t.Errorf("status should show the loop halted after synthesize, got %+v (last cycle %+v)", st, st.LastCycle)
+	}
+
+	// The operator brings the Execution Service back and resumes.
+	if code, _, _ := cliRun(t, "run", "--once", "-c", cfg); code != exitFailure {
+		t.Errorf("a halted loop ran on without an operator: exit %d", code)
+	}
+	code, stdout, stderr = cliRun(t, "resume", "-c", cfg, "--operator", "alice", "--note", "the service is back")
+	if code != exitOK || !strings.Contains(stdout, "at step execute requested") {
+		t.Fatalf("resume: exit %d\n%s%s", code, stdout, stderr)
+	}
+	cliMockExec(t)
+	code, stdout, stderr = cliRun(t, "run", "--once", "-c", cfg)
+	if code != exitOK || !strings.Contains(stdout, "resumed at execute by alice") {
+		t.Fatalf("run after resume: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if code, _, stderr := cliRun(t, "resume", "-c", cfg); code != exitFailure || !strings.Contains(stderr, "not halted") {
+		t.Errorf("resume of a loop that is not halted: exit %d\n%s", code, stderr)
 	}
 }
 

@@ -97,6 +97,7 @@ agents and records every state change durably, so a crash resumes where it stopp
 		newDemoCommand(),
 		newStatusCommand(),
 		newToolsCommand(),
+		newResumeCommand(),
 		newMCPCommand(),
 	)
 	// Cobra reports wrong arguments and unknown commands as plain errors,

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/engine"
 )
 
 // progress prints one line per step outcome as it happens.
@@ -40,5 +41,13 @@ func (p *progress) onEvent(ev *agentrunner.Event) {
 		fmt.Fprintf(p.w, "cycle %s completed\n", ev.CycleID)
 	case agentrunner.EventCycleFailed:
 		fmt.Fprintf(p.w, "cycle %s failed at %s\n", ev.CycleID, d["step"])
+	case engine.EventHalted:
+		fmt.Fprintf(p.w, "cycle %s halted at %s: waiting for an operator (agentrunner resume)\n", ev.CycleID, d["step"])
+	case engine.EventSkipped:
+		fmt.Fprintf(p.w, "  %-12s skipped: %s of cycle %s stands in\n", ev.Step, d["artifact"], d["fallback_cycle"])
+	case engine.EventResumed:
+		fmt.Fprintf(p.w, "cycle %s resumed at %s by %s\n", ev.CycleID, ev.Step, d["operator"])
+	case engine.EventForced:
+		fmt.Fprintf(p.w, "cycle %s ran out of time: forced from %s to %s\n", ev.CycleID, d["from"], d["to"])
 	}
 }

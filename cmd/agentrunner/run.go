@@ -38,9 +38,11 @@ the cycle completed. Without --once it runs cycles on schedule until interrupted
 			}
 			defer r.Close()
 			if !once {
-				return r.engine.Run(cmd.Context())
+				r.background(cmd.Context())
+				return failureError(r.engine.Run(cmd.Context()))
 			}
 			c, err := r.engine.RunOnce(cmd.Context())
+			r.flush(cmd.Context())
 			if err != nil {
 				return failureError(err)
 			}
@@ -59,7 +61,11 @@ func prepare(ctx context.Context, ws *workspace.Workspace, log *slog.Logger, onE
 
 // report prints where a cycle's artifacts are, and fails unless it completed.
 func report(w io.Writer, r *runner, c *agentrunner.Cycle) error {
-	fmt.Fprintf(w, "\ncycle %s %s in %s\n", c.ID, c.Status, c.EndedAt.Sub(c.StartedAt).Round(1e6))
+	if c.EndedAt.IsZero() {
+		fmt.Fprintf(w, "\ncycle %s %s at step %s\n", c.ID, c.Status, c.Step)
+	} else {
+		fmt.Fprintf(w, "\ncycle %s %s in %s\n", c.ID, c.Status, c.EndedAt.Sub(c.StartedAt).Round(1e6))
+	}
 	fmt.Fprintf(w, "cycle dir: %s\n", c.Dir)
 	entries, _ := os.ReadDir(c.Dir)
 	for _, e := range entries {
@@ -67,10 +73,13 @@ func report(w io.Writer, r *runner, c *agentrunner.Cycle) error {
 			fmt.Fprintf(w, "  %-16s %7d bytes\n", e.Name(), info.Size())
 		}
 	}
-	if c.Status != agentrunner.CycleCompleted {
-		return failureError(errors.New(c.Error))
+	switch c.Status {
+	case agentrunner.CycleCompleted:
+		return nil
+	case agentrunner.CycleHalted:
+		return failureError(fmt.Errorf("%s; after fixing the cause, run: agentrunner resume", c.Error))
 	}
-	return nil
+	return failureError(errors.New(c.Error))
 }
 
 func newServeCommand() *cobra.Command {
@@ -104,6 +113,14 @@ GET /api/status and GET /health/live on server.listen. Logs are JSON lines on st
 			ctx, cancel := context.WithCancel(cmd.Context())
 			defer cancel()
 			srv := arhttp.NewServer(r.store, r.ws.Config, agentrunner.SystemClock{}, log)
+			if name := r.ws.Config.ExecutionService.CallbackSecretEnv; name != "" {
+				secret := os.Getenv(name)
+				if secret == "" {
+					return usageError(fmt.Errorf("environment variable %s (execution_service.callback_secret_env) is not set", name))
+				}
+				srv.WithCallback([]byte(secret), r.engine.Wake)
+			}
+			r.background(ctx)
 			errc := make(chan error, 1)
 			go func() { errc <- srv.Serve(ctx, ln) }()
 			runErr := r.engine.Run(ctx)

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"maps"
 	"os"
 	"slices"
+	"time"
 
 	"github.com/agentrunner/agentrunner"
 	"github.com/agentrunner/agentrunner/config"
@@ -21,6 +23,7 @@ import (
 	"github.com/agentrunner/agentrunner/sqlite"
 	"github.com/agentrunner/agentrunner/tool"
 	"github.com/agentrunner/agentrunner/toolbox"
+	"github.com/agentrunner/agentrunner/webhook"
 	"github.com/agentrunner/agentrunner/workspace"
 )
 
@@ -169,6 +172,11 @@ type runner struct {
 	box    *toolbox.Box
 	tools  *tool.Executor
 	engine *engine.Engine
+	// es is the Execution Service, nil when none is configured.
+	es *execsvc.Client
+	// dispatcher delivers webhooks and safe-mode orders from the outbox.
+	dispatcher *engine.Dispatcher
+	log        *slog.Logger
 }
 
 func (r *runner) Close() {
@@ -195,7 +203,7 @@ func openRunner(ctx context.Context, ws *workspace.Workspace, clock agentrunner.
 	if err != nil {
 		return nil, failureError(err)
 	}
-	r := &runner{ws: ws, lock: lock}
+	r := &runner{ws: ws, lock: lock, es: es, log: log}
 	defer func() {
 		if err != nil {
 			r.Close()
@@ -234,5 +242,95 @@ func openRunner(ctx context.Context, ws *workspace.Workspace, clock agentrunner.
 	if r.engine, err = engine.New(opts); err != nil {
 		return nil, err
 	}
+	deliver, err := deliverers(cfg, es, lookupEnv)
+	if err != nil {
+		return nil, err
+	}
+	r.dispatcher = &engine.Dispatcher{Store: r.store, Clock: clock, Log: log, Deliver: deliver, OnEvent: onEvent}
 	return r, nil
+}
+
+// deliverers are how the outbox reaches its receivers: the operators'
+// webhook and the Execution Service's safe mode.
+func deliverers(cfg *config.Config, es *execsvc.Client, lookupEnv func(string) (string, bool)) (map[string]engine.Deliver, error) {
+	deliver := map[string]engine.Deliver{}
+	if w := cfg.Escalation.Webhook; w.URL != "" {
+		secret, _ := lookupEnv(w.SecretEnv)
+		if secret == "" {
+			return nil, config.Problems{problem(cfg, "escalation.webhook.secret_env", fmt.Errorf("environment variable %s is not set", w.SecretEnv))}
+		}
+		sender, err := webhook.NewSender(w.URL, []byte(secret), w.Timeout.D())
+		if err != nil {
+			return nil, config.Problems{problem(cfg, "escalation.webhook", err)}
+		}
+		deliver[agentrunner.OutboxWebhook] = func(ctx context.Context, m *agentrunner.OutboxMessage, now time.Time) ([]byte, error) {
+			var head struct{ Kind string }
+			if err := json.Unmarshal(m.Payload, &head); err != nil {
+				return nil, fmt.Errorf("stored webhook %s: %w", m.Key, err)
+			}
+			return nil, sender.Deliver(ctx, m.Key, head.Kind, m.Payload, now)
+		}
+	}
+	if es != nil {
+		deliver[agentrunner.OutboxSafeMode] = func(ctx context.Context, m *agentrunner.OutboxMessage, now time.Time) ([]byte, error) {
+			req, err := execsvc.ParseSafeModeRequest(m.Payload)
+			if err != nil {
+				return nil, fmt.Errorf("stored safe-mode order %s: %w", m.Key, err)
+			}
+			state, err := es.EnterSafeMode(ctx, m.Key, req)
+			if err != nil {
+				return nil, err
+			}
+			return json.Marshal(state)
+		}
+	}
+	return deliver, nil
+}
+
+// background runs what goes on beside the engine loop until ctx ends: the
+// outbox's deliveries, the strategy's expiry check, the heartbeats to the
+// Execution Service and the watchdog.
+func (r *runner) background(ctx context.Context) {
+	cfg := r.ws.Config
+	go r.dispatcher.Run(ctx, outboxInterval)
+	go func() {
+		for {
+			if _, err := r.engine.CheckStrategy(ctx); err != nil && ctx.Err() == nil {
+				r.log.Error("checking the strategy's validity", "error", err)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(strategyInterval):
+			}
+		}
+	}()
+	if r.es != nil && cfg.ExecutionService.HeartbeatInterval > 0 {
+		go engine.Heartbeats(ctx, r.es, cfg.Name, cfg.ExecutionService.HeartbeatInterval.D(), agentrunner.SystemClock{}, r.log)
+	}
+	go engine.Watchdog(ctx, r.engine, cfg.Watchdog.StallGrace.D(), watchdogInterval, func(late time.Duration) {
+		r.log.Error("the engine loop is stalled: exiting so that a supervisor restarts the runner", "late", late.String())
+		os.Exit(exitStalled)
+	})
+}
+
+// Intervals of the background work.
+const (
+	outboxInterval   = 5 * time.Second
+	strategyInterval = 30 * time.Second
+	watchdogInterval = 10 * time.Second
+)
+
+// exitStalled is the exit status of a runner the watchdog stopped.
+const exitStalled = 3
+
+// flush delivers what the outbox holds and checks the strategy once, for
+// run --once, which has no background work.
+func (r *runner) flush(ctx context.Context) {
+	if _, err := r.engine.CheckStrategy(ctx); err != nil {
+		r.log.Error("checking the strategy's validity", "error", err)
+	}
+	if _, err := r.dispatcher.DeliverDue(ctx); err != nil {
+		r.log.Error("delivering the outbox", "error", err)
+	}
 }
