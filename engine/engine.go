@@ -11,10 +11,10 @@ package engine
 
 import (
 	"context"
-	"sync/atomic"
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentrunner/agentrunner"
