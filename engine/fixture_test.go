@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -146,7 +147,7 @@ func (f *fixture) attempts(cycleID string) []string {
 	return out
 }
 
-func itoa(n int) string { return string(rune('0' + n)) }
+func itoa(n int) string { return strconv.Itoa(n) }
 
 // eventsOf returns the committed events of one type.
 func (f *fixture) eventsOf(typ string) []*agentrunner.Event {

@@ -1,0 +1,297 @@
+package engine
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/config"
+	"github.com/agentrunner/agentrunner/execsvc"
+	"github.com/agentrunner/agentrunner/runtime/mock"
+	"github.com/agentrunner/agentrunner/webhook"
+)
+
+const hookSecret = "a-webhook-secret-of-32-characters"
+
+// receiver is an operator's webhook endpoint that can be down.
+type receiver struct {
+	mu       sync.Mutex
+	down     bool
+	received map[string]int // accepted deliveries per idempotency key
+	badSigs  int
+	now      func() time.Time
+}
+
+func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	body, _ := io.ReadAll(req.Body)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.down {
+		http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+		return
+	}
+	if err := webhook.Verify([]byte(hookSecret), body, req.Header.Get(webhook.SignatureHeader), r.now(), time.Hour); err != nil {
+		r.badSigs++
+		http.Error(w, "bad signature", http.StatusUnauthorized)
+		return
+	}
+	r.received[req.Header.Get(webhook.IdempotencyHeader)]++
+	w.WriteHeader(http.StatusAccepted)
+}
+
+// TestWebhookOutageLosesNothing: while the operators' endpoint is down,
+// notifications queue up in the outbox; after it recovers each arrives,
+// exactly once, with a valid signature.
+func TestWebhookOutageLosesNothing(t *testing.T) {
+	rcv := &receiver{down: true, received: map[string]int{}}
+	srv := httptest.NewServer(rcv)
+	defer srv.Close()
+	f := newFixture(t, execsvc.MockOptions{}, func(c *config.Config) {
+		c.Escalation.Policy = config.PolicyFail
+		c.Escalation.Webhook = config.Webhook{URL: srv.URL + "/hooks/agentrunner", SecretEnv: "HOOK_SECRET", Timeout: config.Duration(time.Second)}
+	})
+	rcv.now = f.clock.Now
+	sender, err := webhook.NewSender(srv.URL+"/hooks/agentrunner", []byte(hookSecret), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &Dispatcher{Store: f.store, Clock: f.clock, Log: slog.New(slog.DiscardHandler), Deliver: map[string]Deliver{
+		agentrunner.OutboxWebhook: func(ctx context.Context, m *agentrunner.OutboxMessage, now time.Time) ([]byte, error) {
+			return nil, sender.Deliver(ctx, m.Key, webhook.KindEscalation, m.Payload, now)
+		},
+	}}
+	// Three cycles fail for good, each escalating to the operators.
+	e := f.engine()
+	for i := 0; i < 3; i++ {
+		if i > 0 {
+			e.waitForSchedule(context.Background())
+		}
+		f.fail("research", fourCrashes...)
+		f.mu.Lock()
+		f.faults = map[string][]mock.Fault{"research": fourCrashes}
+		f.mu.Unlock()
+		if c := f.runOnce(e); c.Status != agentrunner.CycleFailed {
+			t.Fatalf("cycle %d: %s", i, c.Status)
+		}
+		f.faults = map[string][]mock.Fault{}
+		if n, err := d.DeliverDue(context.Background()); err != nil || n != 0 {
+			t.Fatalf("delivered %d while the receiver is down: %v", n, err)
+		}
+	}
+	pending, _ := f.store.Outbox(context.Background(), agentrunner.OutboxFilter{Due: f.clock.Now().Add(24 * time.Hour), Kind: agentrunner.OutboxWebhook})
+	if len(pending) != 3 {
+		t.Fatalf("%d notifications queued, want 3", len(pending))
+	}
+	for _, m := range pending {
+		if m.Attempts == 0 || !strings.Contains(m.LastError, "503") || !m.NextAttemptAt.After(f.clock.Now()) {
+			t.Errorf("queued notification %s: %d tries, %q, next %v", m.Key, m.Attempts, m.LastError, m.NextAttemptAt)
+		}
+	}
+
+	rcv.mu.Lock()
+	rcv.down = false
+	rcv.mu.Unlock()
+	// Not due yet: nothing is sent before the backoff ends.
+	if n, _ := d.DeliverDue(context.Background()); n != 0 {
+		t.Errorf("%d delivered before their next attempt", n)
+	}
+	f.clock.Advance(2 * time.Hour)
+	if n, err := d.DeliverDue(context.Background()); err != nil || n != 3 {
+		t.Fatalf("after the recovery: %d delivered, %v; want 3", n, err)
+	}
+	f.clock.Advance(2 * time.Hour)
+	if n, _ := d.DeliverDue(context.Background()); n != 0 {
+		t.Errorf("%d delivered again", n)
+	}
+	rcv.mu.Lock()
+	defer rcv.mu.Unlock()
+	if len(rcv.received) != 3 || rcv.badSigs != 0 {
+		t.Fatalf("receiver got %v, %d bad signatures; want 3 notifications, all signed", rcv.received, rcv.badSigs)
+	}
+	for key, n := range rcv.received {
+		if n != 1 || !strings.HasPrefix(key, "escalation/") {
+			t.Errorf("notification %s arrived %d times", key, n)
+		}
+	}
+}
+
+// TestStrategyExpiryTriggersSafeModeOnce: once the strategy's validity
+// window ends with no newer strategy, the strategy is flagged and the
+// Execution Service told to enter safe mode, exactly once (FR-052..054).
+func TestStrategyExpiryTriggersSafeModeOnce(t *testing.T) {
+	f := newFixture(t, execsvc.MockOptions{}, nil)
+	e := f.engine()
+	f.runOnce(e)
+	client, _ := execsvc.NewClient(f.ws.Config.ExecutionService.URL, "", time.Second)
+	d := &Dispatcher{Store: f.store, Clock: f.clock, Log: slog.New(slog.DiscardHandler), Deliver: map[string]Deliver{
+		agentrunner.OutboxSafeMode: func(ctx context.Context, m *agentrunner.OutboxMessage, now time.Time) ([]byte, error) {
+			req, err := execsvc.ParseSafeModeRequest(m.Payload)
+			if err != nil {
+				return nil, err
+			}
+			_, err = client.EnterSafeMode(ctx, m.Key, req)
+			return nil, err
+		},
+	}}
+	expires, err := e.CheckStrategy(context.Background())
+	if err != nil || !expires.Equal(t0.Add(6*time.Hour)) {
+		t.Fatalf("CheckStrategy = %v, %v; want the strategy's valid_until", expires, err)
+	}
+	if d.DeliverDue(context.Background()); f.es.SafeMode().SafeMode {
+		t.Fatal("safe mode while the strategy is valid")
+	}
+	f.clock.Advance(7 * time.Hour)
+	for i := 0; i < 3; i++ {
+		if _, err := e.CheckStrategy(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.DeliverDue(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := f.es.SafeMode(); !st.SafeMode || st.Reason != execsvc.ReasonStrategyExpired {
+		t.Errorf("Execution Service: %+v, want safe mode for an expired strategy", st)
+	}
+	posts := 0
+	for _, r := range f.es.Requests() {
+		if r.Method == "POST" && r.Path == "/v1/safe-mode" {
+			posts++
+		}
+	}
+	if posts != 1 || len(f.eventsOf(EventStrategyExpired)) != 1 {
+		t.Errorf("%d safe-mode orders and %d expiry events, want 1 each", posts, len(f.eventsOf(EventStrategyExpired)))
+	}
+}
+
+// TestNewerStrategyPreventsSafeMode: a strategy replaced in time never
+// expires.
+func TestNewerStrategyPreventsSafeMode(t *testing.T) {
+	f := newFixture(t, execsvc.MockOptions{}, nil)
+	e := f.engine()
+	f.runOnce(e)
+	f.clock.Advance(5 * time.Hour)
+	e.waitForSchedule(context.Background())
+	f.runOnce(e) // a new strategy, valid 6h from now
+	f.clock.Advance(2 * time.Hour)
+	if _, err := e.CheckStrategy(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(f.eventsOf(EventStrategyExpired)); n != 0 {
+		t.Errorf("%d expiry events though a newer strategy is valid", n)
+	}
+}
+
+// countingBeats forwards heartbeats and stops the runner after n.
+type countingBeats struct {
+	HeartbeatSender
+	n      int
+	cancel func()
+}
+
+func (c *countingBeats) Heartbeat(ctx context.Context, runner string, interval time.Duration) (bool, error) {
+	on, err := c.HeartbeatSender.Heartbeat(ctx, runner, interval)
+	if c.n--; c.n == 0 {
+		c.cancel()
+	}
+	return on, err
+}
+
+// TestDeadMansSwitch: the runner's heartbeats keep the Execution Service
+// out of safe mode; when they stop for longer than its timeout, the
+// service enters safe mode by itself (FR-055/056), tested from both sides.
+func TestDeadMansSwitch(t *testing.T) {
+	f := newFixture(t, execsvc.MockOptions{HeartbeatTimeout: 2 * time.Minute}, nil)
+	client, _ := execsvc.NewClient(f.ws.Config.ExecutionService.URL, "", time.Second)
+	ctx, cancel := context.WithCancel(context.Background())
+	beats := &countingBeats{HeartbeatSender: client, n: 10, cancel: cancel}
+	Heartbeats(ctx, beats, "crypton", 30*time.Second, f.clock, slog.New(slog.DiscardHandler))
+	if got := len(f.es.Heartbeats()); got != 10 {
+		t.Fatalf("the service received %d heartbeats, want 10", got)
+	}
+	if f.es.SafeMode().SafeMode {
+		t.Fatal("safe mode while heartbeats arrive every 30s")
+	}
+	// The runner dies: no more heartbeats.
+	f.clock.Advance(2*time.Minute + time.Second)
+	if st := f.es.SafeMode(); !st.SafeMode || st.Reason != execsvc.ReasonHeartbeatLost {
+		t.Errorf("after 2m without a heartbeat: %+v, want safe mode (heartbeat_lost)", st)
+	}
+}
+
+// stuck is an agent that ignores its deadline.
+type stuck struct {
+	once    *sync.Once
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (s stuck) Run(ctx context.Context, inv *agentrunner.Invocation) (*agentrunner.RunResult, error) {
+	s.once.Do(func() { close(s.entered) })
+	<-s.release
+	return nil, agentrunner.Fail(agentrunner.ClassCrash, "released")
+}
+
+// TestWatchdogSeesAStalledEngine: an engine stuck past its operation's
+// deadline is reported, so the process can exit for a supervisor to
+// restart it.
+func TestWatchdogSeesAStalledEngine(t *testing.T) {
+	f := newFixture(t, execsvc.MockOptions{}, func(c *config.Config) { c.Agents["plan"].Timeout = config.Duration(time.Minute) })
+	e := f.engine()
+	s := stuck{once: &sync.Once{}, entered: make(chan struct{}), release: make(chan struct{})}
+	e.runtimes["mock"] = s
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.RunOnce(context.Background())
+	}()
+	<-s.entered
+	if late := e.Stalled(); late != 0 {
+		t.Fatalf("stalled by %v while within the attempt's time", late)
+	}
+	var late time.Duration
+	Watchdog(context.Background(), e, 5*time.Minute, time.Minute, func(l time.Duration) { late = l })
+	if late <= 5*time.Minute {
+		t.Errorf("the watchdog reported %v, want a stall beyond the 5m grace", late)
+	}
+	if now := f.clock.Now(); now.Sub(t0) < 7*time.Minute {
+		t.Errorf("reported after %v, before timeout (1m) + slack (1m) + kill grace + grace (5m)", now.Sub(t0))
+	}
+	close(s.release)
+	<-done
+}
+
+// TestCallbackEndsTheExecutionAtOnce: the Execution Service's callback
+// (a command from the API) reports completion without waiting for a poll.
+func TestCallbackEndsTheExecutionAtOnce(t *testing.T) {
+	f := newFixture(t, execsvc.MockOptions{CompletedAfter: 1 << 30}, func(c *config.Config) {
+		c.ExecutionService.PollInterval = config.Duration(10 * time.Minute)
+	})
+	err := f.store.AddCommand(context.Background(), &agentrunner.Command{Kind: agentrunner.CommandExecutionStatus, Operator: "execution-service", CreatedAt: t0,
+		Args: map[string]any{"strategy_id": "strat-000001", "status": "completed"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := f.runOnce(f.engine())
+	if c.Status != agentrunner.CycleCompleted {
+		t.Fatalf("cycle %s: %s", c.Status, c.Error)
+	}
+	for _, r := range f.es.Requests() {
+		if r.Method == "GET" && strings.HasPrefix(r.Path, "/v1/strategies/") {
+			t.Errorf("polled %s although the callback said completed", r.Path)
+		}
+	}
+	final := f.eventsOf(agentrunner.EventExecutionStatus)
+	if last := final[len(final)-1]; last.Details["status"] != "completed" {
+		t.Errorf("final execution status %+v", last.Details)
+	}
+	if pending, _ := f.store.PendingCommands(context.Background()); len(pending) != 0 {
+		t.Errorf("the callback was not consumed: %+v", pending)
+	}
+}
