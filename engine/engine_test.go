@@ -516,8 +516,8 @@ func TestIllegalTransitionChangesNothing(t *testing.T) {
 		t.Errorf("a refused transition wrote something: step %s, %d→%d events, attempts %v", got.Step, len(before), len(after), f.attempts(c.ID))
 	}
 	// A transition the graph does not have is a *statemachine.TransitionError.
-	if err := e.ws.Machine.Check("plan", "evaluate"); err == nil {
-		t.Error("plan → evaluate accepted")
+	if err := e.ws.Machine.Check("plan", "synthesize"); err == nil {
+		t.Error("plan → synthesize accepted")
 	}
 }
 
@@ -526,6 +526,7 @@ func TestIllegalTransitionChangesNothing(t *testing.T) {
 func TestOtherPipelineShapes(t *testing.T) {
 	f := newFixture(t, execsvc.MockOptions{}, func(c *config.Config) {
 		c.Pipeline.Start = "research"
+		c.Pipeline.Final = ""
 		for id := range c.Pipeline.Steps {
 			if id != "research" && id != "analyze" {
 				delete(c.Pipeline.Steps, id)

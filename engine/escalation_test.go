@@ -168,7 +168,10 @@ func TestMaxCycleForcesTheFinalStep(t *testing.T) {
 		t.Error("the evaluation is not told which inputs are missing")
 	}
 
-	g := newFixture(t, execsvc.MockOptions{}, func(c *config.Config) { c.Schedule.MaxCycle = config.Duration(time.Hour) })
+	g := newFixture(t, execsvc.MockOptions{}, func(c *config.Config) {
+		c.Schedule.MaxCycle = config.Duration(time.Hour)
+		c.Pipeline.Final = ""
+	})
 	g.onRun = func(inv *agentrunner.Invocation) {
 		if inv.Step == "research" {
 			g.clock.Advance(2 * time.Hour)
