@@ -20,6 +20,7 @@ import (
 	arhttp "github.com/agentrunner/agentrunner/http"
 	"github.com/agentrunner/agentrunner/internal/clocktest"
 	"github.com/agentrunner/agentrunner/sqlite"
+	"github.com/agentrunner/agentrunner/webhook"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -304,5 +305,118 @@ func TestServeStopsWhenTheContextEnds(t *testing.T) {
 	}
 	if _, err := client.Get("http://" + ln.Addr().String() + "/health/live"); err == nil {
 		t.Error("the server still answers after Serve returned")
+	}
+}
+
+// TestExecutionCallback: a signed, well-formed status report becomes a
+// command for the engine and wakes it; anything else is refused with the
+// reason and stores nothing.
+func TestExecutionCallback(t *testing.T) {
+	secret := []byte("callback secret")
+	const good = `{"strategy_id":"20260314_060000","status":"error","error":"exchange rejected the order"}`
+	tests := []struct {
+		name string
+		body string
+		// sign signs the body; nil sends no signature.
+		sign func(body []byte) string
+		code int
+		want string
+	}{
+		{
+			name: "a signed report is accepted",
+			body: good,
+			sign: func(b []byte) string { return webhook.Sign(secret, b, now) },
+			code: http.StatusAccepted,
+			want: `{"accepted": true, "command": 1}`,
+		},
+		{
+			name: "no signature",
+			body: good,
+			code: http.StatusUnauthorized,
+			want: `{"error": {"code": "unauthorized", "message": "the callback's signature does not verify"}}`,
+		},
+		{
+			name: "signed with another secret",
+			body: good,
+			sign: func(b []byte) string { return webhook.Sign([]byte("guess"), b, now) },
+			code: http.StatusUnauthorized,
+			want: `{"error": {"code": "unauthorized", "message": "the callback's signature does not verify"}}`,
+		},
+		{
+			name: "a replayed signature older than five minutes",
+			body: good,
+			sign: func(b []byte) string { return webhook.Sign(secret, b, now.Add(-6*time.Minute)) },
+			code: http.StatusUnauthorized,
+			want: `{"error": {"code": "unauthorized", "message": "the callback's signature does not verify"}}`,
+		},
+		{
+			name: "an unknown status",
+			body: `{"strategy_id":"20260314_060000","status":"done"}`,
+			sign: func(b []byte) string { return webhook.Sign(secret, b, now) },
+			code: http.StatusBadRequest,
+			want: `{"error": {"code": "invalid", "message": "strategy_id is required and status must be acknowledged, executing, completed or error"}}`,
+		},
+		{
+			name: "no strategy",
+			body: `{"status":"completed"}`,
+			sign: func(b []byte) string { return webhook.Sign(secret, b, now) },
+			code: http.StatusBadRequest,
+			want: `{"error": {"code": "invalid", "message": "strategy_id is required and status must be acknowledged, executing, completed or error"}}`,
+		},
+		{
+			name: "an unknown field",
+			body: `{"strategy_id":"20260314_060000","status":"completed","filled":3}`,
+			sign: func(b []byte) string { return webhook.Sign(secret, b, now) },
+			code: http.StatusBadRequest,
+			want: `{"error": {"code": "invalid", "message": "the body is not a status callback: json: unknown field \"filled\""}}`,
+		},
+		{
+			name: "a body over 64 KiB",
+			body: `{"strategy_id":"` + strings.Repeat("x", 64<<10) + `","status":"completed"}`,
+			sign: func(b []byte) string { return webhook.Sign(secret, b, now) },
+			code: http.StatusBadRequest,
+			want: `{"error": {"code": "invalid", "message": "the body is unreadable or longer than 65536 bytes"}}`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := openStore(t)
+			woken := 0
+			srv := arhttp.NewServer(store, testConfig(), clocktest.New(now), slog.New(slog.DiscardHandler)).WithCallback(secret, func() { woken++ })
+			req := httptest.NewRequest(http.MethodPost, "/api/execution/callback", strings.NewReader(tt.body))
+			if tt.sign != nil {
+				req.Header.Set(webhook.SignatureHeader, tt.sign([]byte(tt.body)))
+			}
+			rec := httptest.NewRecorder()
+			srv.Handler().ServeHTTP(rec, req)
+			if rec.Code != tt.code {
+				t.Errorf("status %d, want %d", rec.Code, tt.code)
+			}
+			var body any
+			if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+				t.Fatalf("body is not JSON: %v\n%s", err, rec.Body)
+			}
+			if diff := cmp.Diff(decode(t, tt.want), body); diff != "" {
+				t.Errorf("body (-want +got):\n%s", diff)
+			}
+			pending, err := store.PendingCommands(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.code != http.StatusAccepted {
+				if len(pending) != 0 || woken != 0 {
+					t.Errorf("a refused callback stored %d commands and woke the engine %d times", len(pending), woken)
+				}
+				return
+			}
+			want := []*agentrunner.Command{{ID: 1, Kind: agentrunner.CommandExecutionStatus, Operator: "execution-service", CreatedAt: now,
+				Args: map[string]any{"strategy_id": "20260314_060000", "status": "error", "error": "exchange rejected the order"}}}
+			if diff := cmp.Diff(want, pending); diff != "" {
+				t.Errorf("stored commands (-want +got):\n%s", diff)
+			}
+			if woken != 1 {
+				t.Errorf("the engine was woken %d times, want 1", woken)
+			}
+		})
 	}
 }
