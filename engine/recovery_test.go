@@ -156,6 +156,13 @@ func TestStrategyExpiryTriggersSafeModeOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A restarted runner checks again and must not signal again.
+	if _, err := f.engine().CheckStrategy(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.DeliverDue(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	if st := f.es.SafeMode(); !st.SafeMode || st.Reason != execsvc.ReasonStrategyExpired {
 		t.Errorf("Execution Service: %+v, want safe mode for an expired strategy", st)
 	}
