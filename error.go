@@ -13,6 +13,7 @@ const (
 	ECONFLICT     = "conflict"     // the state changed under the caller
 	EUNAVAILABLE  = "unavailable"  // a dependency failed; retrying may help
 	EUNAUTHORIZED = "unauthorized" // the caller did not prove who it is
+	EFORBIDDEN    = "forbidden"    // the caller may not do this
 	EINTERNAL     = "internal"     // a bug or an unexpected failure
 )
 

@@ -47,6 +47,8 @@ type Config struct {
 	Budgets    Budgets               `yaml:"budgets"`
 	Escalation Escalation            `yaml:"escalation"`
 	Watchdog   Watchdog              `yaml:"watchdog"`
+	Events     Events                `yaml:"events"`
+	Health     Health                `yaml:"health"`
 
 	// Path is the file the configuration was read from.
 	Path string `yaml:"-"`
@@ -389,6 +391,74 @@ type Budgets struct {
 // Server is the operator HTTP server of agentrunner serve.
 type Server struct {
 	Listen string `yaml:"listen"`
+	// Auth says who may call the API. Without any key or JWT the server
+	// only listens on loopback.
+	Auth Auth `yaml:"auth"`
+	// Public lists endpoint groups served without authentication:
+	// "health" (/health/live, /health/ready) and "metrics" (/metrics).
+	Public []string `yaml:"public"`
+	// MaxBodyBytes bounds a request body.
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+}
+
+// Auth holds the API's credentials (FR-099, FR-166).
+type Auth struct {
+	APIKeys []APIKey `yaml:"api_keys"`
+	// JWT, when set, also accepts bearer tokens signed with its key; the
+	// token's subject is the operator and its "role" claim the role.
+	JWT *JWT `yaml:"jwt"`
+}
+
+// APIKey is one named key with a role. The key itself is in the
+// environment variable KeyEnv.
+type APIKey struct {
+	Name   string `yaml:"name"`
+	KeyEnv string `yaml:"key_env"`
+	Role   string `yaml:"role"`
+}
+
+// Roles, each allowed what the one before it is, and more.
+const (
+	RoleViewer   = "viewer"   // GET
+	RoleOperator = "operator" // overrides, inject, mailbox POST
+	RoleAdmin    = "admin"    // reload and configuration
+)
+
+// Roles lists the roles from least to most allowed.
+var Roles = []string{RoleViewer, RoleOperator, RoleAdmin}
+
+// JWT configures bearer tokens.
+type JWT struct {
+	// Algorithm is HS256 (SecretEnv holds the shared secret) or RS256
+	// (PublicKeyFile holds the PEM public key).
+	Algorithm     string `yaml:"algorithm"`
+	SecretEnv     string `yaml:"secret_env"`
+	PublicKeyFile string `yaml:"public_key_file"`
+	// Issuer and Audience, when set, must match the token's.
+	Issuer   string `yaml:"issuer"`
+	Audience string `yaml:"audience"`
+}
+
+// Public endpoint groups.
+const (
+	PublicHealth  = "health"
+	PublicMetrics = "metrics"
+)
+
+// Events says how long events are kept.
+type Events struct {
+	// Retention is how long events are kept; 0 keeps them forever.
+	Retention Duration `yaml:"retention"`
+}
+
+// Health configures /health/ready.
+type Health struct {
+	// MinFreeDisk is the free space, in MiB, the artifacts dir's file
+	// system must have.
+	MinFreeDiskMiB int64 `yaml:"min_free_disk_mib"`
+	// MaxEngineLag is how far past its deadline the engine's current
+	// operation may be before the runner is not ready.
+	MaxEngineLag Duration `yaml:"max_engine_lag"`
 }
 
 // Load reads, decodes, overrides from the environment, fills in defaults and

@@ -148,7 +148,7 @@ func TestDecodeErrorsNameFileLineAndKey(t *testing.T) {
 
 func TestUnknownKeyListsKnownKeys(t *testing.T) {
 	got := problems(t, valid+"server: {port: 8080}\n", nil)
-	want := `agentrunner.yaml:35:10: server: unknown key "port" (known keys: listen)`
+	want := `agentrunner.yaml:35:10: server: unknown key "port" (known keys: auth, listen, max_body_bytes, public)`
 	if len(got) != 1 || got[0] != want {
 		t.Errorf("got %q, want %q", got, want)
 	}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"path/filepath"
 	"slices"
 	"time"
@@ -41,6 +42,10 @@ const (
 	DefaultWebhookTimeout   = 10 * time.Second
 	DefaultHeartbeat        = 30 * time.Second // FR-055
 	DefaultStallGrace       = 5 * time.Minute
+	DefaultMaxBodyBytes     = 1 << 20
+	DefaultEventRetention   = 30 * 24 * time.Hour
+	DefaultMinFreeDiskMiB   = 1024
+	DefaultMaxEngineLag     = time.Minute
 )
 
 // DataTools are the tool kinds whose default timeout is a data query's.
@@ -168,6 +173,16 @@ func (c *Config) WithDefaults() {
 	orDefault(c, "escalation.webhook.timeout", &c.Escalation.Webhook.Timeout, Duration(DefaultWebhookTimeout))
 	orDefault(c, "execution_service.heartbeat_interval", &c.ExecutionService.HeartbeatInterval, Duration(DefaultHeartbeat))
 	orDefault(c, "watchdog.stall_grace", &c.Watchdog.StallGrace, Duration(DefaultStallGrace))
+	orDefault(c, "server.max_body_bytes", &c.Server.MaxBodyBytes, DefaultMaxBodyBytes)
+	orDefault(c, "events.retention", &c.Events.Retention, Duration(DefaultEventRetention))
+	orDefault(c, "health.min_free_disk_mib", &c.Health.MinFreeDiskMiB, DefaultMinFreeDiskMiB)
+	orDefault(c, "health.max_engine_lag", &c.Health.MaxEngineLag, Duration(DefaultMaxEngineLag))
+	for i := range c.Server.Auth.APIKeys {
+		orDefault(c, fmt.Sprintf("server.auth.api_keys[%d].role", i), &c.Server.Auth.APIKeys[i].Role, RoleViewer)
+	}
+	if j := c.Server.Auth.JWT; j != nil {
+		orDefault(c, "server.auth.jwt.algorithm", &j.Algorithm, "HS256")
+	}
 }
 
 // withDefaults fills r from parent, and parent's gaps from the defaults.

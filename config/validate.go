@@ -73,6 +73,7 @@ func (c *Config) validate() Problems {
 		v.add("budgets.cycle_tokens", "must not be negative")
 	}
 	v.executionService()
+	v.server()
 	if _, _, err := net.SplitHostPort(c.Server.Listen); err != nil {
 		v.add("server.listen", "want host:port, got %q", c.Server.Listen)
 	}
@@ -301,6 +302,65 @@ func (v *validator) mcpServer(name string, m *MCPServer) {
 }
 
 var policies = []string{PolicyHalt, PolicySkip, PolicyFail}
+
+// server checks the API's settings, its credentials, retention and health.
+func (v *validator) server() {
+	s := v.c.Server
+	names := map[string]bool{}
+	for i, k := range s.Auth.APIKeys {
+		key := fmt.Sprintf("server.auth.api_keys[%d]", i)
+		switch {
+		case k.Name == "":
+			v.add(key+".name", "is required: it names the caller in the audit log")
+		case names[k.Name]:
+			v.add(key+".name", "%q is used by another key", k.Name)
+		}
+		names[k.Name] = true
+		if !envNamePattern.MatchString(k.KeyEnv) {
+			v.add(key+".key_env", "want the name of the environment variable holding the key, got %q", k.KeyEnv)
+		}
+		if !slices.Contains(Roles, k.Role) {
+			v.add(key+".role", "unknown role %q (supported: viewer, operator, admin)", k.Role)
+		}
+	}
+	if j := s.Auth.JWT; j != nil {
+		switch j.Algorithm {
+		case "HS256":
+			if !envNamePattern.MatchString(j.SecretEnv) {
+				v.add("server.auth.jwt.secret_env", "HS256 needs the name of the environment variable holding the secret, got %q", j.SecretEnv)
+			}
+			if j.PublicKeyFile != "" {
+				v.add("server.auth.jwt.public_key_file", "is for RS256; HS256 uses secret_env")
+			}
+		case "RS256":
+			if j.PublicKeyFile == "" {
+				v.add("server.auth.jwt.public_key_file", "RS256 needs the PEM file of the public key")
+			}
+			if j.SecretEnv != "" {
+				v.add("server.auth.jwt.secret_env", "is for HS256; RS256 uses public_key_file")
+			}
+		default:
+			v.add("server.auth.jwt.algorithm", "unknown algorithm %q (supported: HS256, RS256)", j.Algorithm)
+		}
+	}
+	for i, p := range s.Public {
+		if p != PublicHealth && p != PublicMetrics {
+			v.add(fmt.Sprintf("server.public[%d]", i), "unknown endpoint group %q (supported: health, metrics)", p)
+		}
+	}
+	if s.MaxBodyBytes < 1024 {
+		v.add("server.max_body_bytes", "must be at least 1024, got %d", s.MaxBodyBytes)
+	}
+	if v.c.Events.Retention < 0 {
+		v.add("events.retention", "must not be negative (0 keeps events forever)")
+	}
+	if v.c.Health.MinFreeDiskMiB < 0 {
+		v.add("health.min_free_disk_mib", "must not be negative")
+	}
+	if v.c.Health.MaxEngineLag <= 0 {
+		v.add("health.max_engine_lag", "must be positive")
+	}
+}
 
 func (v *validator) escalation() {
 	e := v.c.Escalation

@@ -28,6 +28,7 @@ var statusOf = map[string]int{
 	agentrunner.ECONFLICT:     http.StatusConflict,
 	agentrunner.EUNAVAILABLE:  http.StatusServiceUnavailable,
 	agentrunner.EUNAUTHORIZED: http.StatusUnauthorized,
+	agentrunner.EFORBIDDEN:    http.StatusForbidden,
 	agentrunner.EINTERNAL:     http.StatusInternalServerError,
 }
 
