@@ -233,7 +233,43 @@ const (
 	// CommandExecutionStatus reports a strategy's status (the Execution
 	// Service's callback).
 	CommandExecutionStatus = "execution.status"
+	// CommandPause stops new steps from starting; the running one finishes.
+	CommandPause = "pause"
+	// CommandAbort cancels the running agent and ends the cycle aborted.
+	CommandAbort = "abort"
+	// CommandInject puts an operator's message into an agent's mailbox
+	// (args: agent, message).
+	CommandInject = "inject"
+	// CommandForceCycle starts a new cycle now, or as soon as the running
+	// one ends.
+	CommandForceCycle = "force-cycle"
 )
+
+// OverrideKinds are the commands operators give through the API (FR-162).
+var OverrideKinds = []string{CommandPause, CommandResume, CommandAbort, CommandInject, CommandForceCycle}
+
+// CommandFilter selects commands, newest first.
+type CommandFilter struct {
+	BeforeID int64 // 0: none
+	Limit    int   // 0: no limit
+}
+
+// Control is the loop's operator-set state, changed only by commands.
+type Control struct {
+	Paused bool
+	// PausedBy and PausedAt say who paused the loop and when.
+	PausedBy string
+	PausedAt time.Time
+}
+
+// ToolUsage sums the recorded calls of one tool (FR-143).
+type ToolUsage struct {
+	Tool     string
+	Calls    int
+	Errors   int
+	Duration time.Duration // all calls together
+	LastCall time.Time
+}
 
 // Change is everything one state change writes. A Store applies it in one
 // transaction: all of it is committed or none of it.
@@ -253,6 +289,8 @@ type Change struct {
 	Delivered []*OutboxMessage
 	// Consumed marks commands as applied, with their Result.
 	Consumed []*Command
+	// Control, when set, replaces the loop's control state.
+	Control *Control
 }
 
 // CycleFilter selects cycles, newest first.
@@ -262,11 +300,16 @@ type CycleFilter struct {
 	Limit  int         // 0: no limit
 }
 
-// EventFilter selects events, oldest first.
+// EventFilter selects events, oldest first (newest first with Newest).
 type EventFilter struct {
-	CycleID string
-	AfterID int64
-	Limit   int
+	CycleID  string
+	AfterID  int64
+	BeforeID int64     // 0: none
+	Since    time.Time // zero: any time
+	MinLevel Level     // empty: any level
+	Type     string    // empty: any type
+	Newest   bool
+	Limit    int
 }
 
 // Store is the durable state of a workspace. The engine is its only writer.
@@ -295,6 +338,15 @@ type Store interface {
 	AddCommand(ctx context.Context, c *Command) error
 	// PendingCommands lists unconsumed commands, oldest first.
 	PendingCommands(ctx context.Context) ([]*Command, error)
+	// Commands lists commands, consumed or not, newest first: the audit log.
+	Commands(ctx context.Context, f CommandFilter) ([]*Command, error)
+	// Control returns the loop's control state (the zero Control at first).
+	Control(ctx context.Context) (*Control, error)
+	// PruneEvents deletes events older than before, never the newest one
+	// (so event ids keep growing), and returns how many it deleted.
+	PruneEvents(ctx context.Context, before time.Time) (int64, error)
+	// ToolUsage sums the tool.call events since then, by tool.
+	ToolUsage(ctx context.Context, since time.Time) ([]*ToolUsage, error)
 	Close() error
 }
 

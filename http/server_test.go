@@ -210,6 +210,14 @@ func (s failingStore) AddCommand(context.Context, *agentrunner.Command) error { 
 func (s failingStore) PendingCommands(context.Context) ([]*agentrunner.Command, error) {
 	return nil, s.err
 }
+func (s failingStore) Commands(context.Context, agentrunner.CommandFilter) ([]*agentrunner.Command, error) {
+	return nil, s.err
+}
+func (s failingStore) Control(context.Context) (*agentrunner.Control, error) { return nil, s.err }
+func (s failingStore) PruneEvents(context.Context, time.Time) (int64, error) { return 0, s.err }
+func (s failingStore) ToolUsage(context.Context, time.Time) ([]*agentrunner.ToolUsage, error) {
+	return nil, s.err
+}
 func (s failingStore) Close() error { return nil }
 
 var _ agentrunner.Store = failingStore{}

@@ -68,6 +68,8 @@ const (
 		ON CONFLICT (key) DO NOTHING`
 	sqlDelivered = `UPDATE outbox SET delivered_at = ?, response = ?, attempts = attempts + 1, next_attempt_at = NULL WHERE key = ?`
 	sqlConsumed  = `UPDATE commands SET consumed_at = ?, result = ? WHERE id = ? AND consumed_at IS NULL`
+	sqlControl   = `INSERT INTO control (id, paused, paused_by, paused_at) VALUES (1, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET paused = excluded.paused, paused_by = excluded.paused_by, paused_at = excluded.paused_at`
 )
 
 // writer is the one connection every write goes through, held for the
@@ -234,6 +236,11 @@ func (s *Store) Apply(ctx context.Context, ch *agentrunner.Change) (err error) {
 			return agentrunner.Errorf(agentrunner.ECONFLICT, "command %d was already consumed or does not exist", c.ID)
 		}
 	}
+	if c := ch.Control; c != nil {
+		if _, err = w.exec(ctx, sqlControl, c.Paused, c.PausedBy, encodeTime(c.PausedAt)); err != nil {
+			return translate(err, "control")
+		}
+	}
 	if _, err = w.exec(ctx, "COMMIT"); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
@@ -363,11 +370,38 @@ func (s *Store) Attempts(ctx context.Context, cycleID string) ([]*agentrunner.At
 func (s *Store) Events(ctx context.Context, f agentrunner.EventFilter) ([]*agentrunner.Event, error) {
 	q := `SELECT id, timestamp, event_type, agent, step, cycle_id, level, details FROM events WHERE id > ?`
 	args := []any{f.AfterID}
+	if f.BeforeID > 0 {
+		q += ` AND id < ?`
+		args = append(args, f.BeforeID)
+	}
 	if f.CycleID != "" {
 		q += ` AND cycle_id = ?`
 		args = append(args, f.CycleID)
 	}
-	q += ` ORDER BY id`
+	if !f.Since.IsZero() {
+		q += ` AND timestamp >= ?`
+		args = append(args, encodeTime(f.Since))
+	}
+	if f.Type != "" {
+		q += ` AND event_type = ?`
+		args = append(args, f.Type)
+	}
+	switch f.MinLevel {
+	case "", agentrunner.LevelDebug:
+	case agentrunner.LevelInfo:
+		q += ` AND level IN ('info', 'warn', 'error')`
+	case agentrunner.LevelWarn:
+		q += ` AND level IN ('warn', 'error')` // the events_problems index
+	case agentrunner.LevelError:
+		q += ` AND level IN ('warn', 'error') AND level = 'error'` // the first term lets SQLite use events_problems
+	default:
+		return nil, agentrunner.Errorf(agentrunner.EINVALID, "unknown level %q (debug, info, warn, error)", f.MinLevel)
+	}
+	if f.Newest {
+		q += ` ORDER BY id DESC`
+	} else {
+		q += ` ORDER BY id`
+	}
 	if f.Limit > 0 {
 		q += ` LIMIT ?`
 		args = append(args, f.Limit)
@@ -394,6 +428,53 @@ func (s *Store) Events(ctx context.Context, f agentrunner.EventFilter) ([]*agent
 			}
 		}
 		out = append(out, &e)
+	}
+	return out, rows.Err()
+}
+
+// PruneEvents deletes events older than before, never the newest one. Ids
+// grow with time, so the old events are the ids below the first recent one.
+func (s *Store) PruneEvents(ctx context.Context, before time.Time) (int64, error) {
+	s.w.mu.Lock()
+	defer s.w.mu.Unlock()
+	res, err := s.w.exec(ctx, `DELETE FROM events WHERE id < COALESCE(
+		(SELECT id FROM events WHERE timestamp >= ? ORDER BY id LIMIT 1),
+		(SELECT MAX(id) FROM events))`, encodeTime(before))
+	if err != nil {
+		return 0, fmt.Errorf("prune events: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if n > 0 {
+		s.commits.Add(1)
+	}
+	return n, err
+}
+
+// ToolUsage sums the tool.call events since then, by tool.
+func (s *Store) ToolUsage(ctx context.Context, since time.Time) ([]*agentrunner.ToolUsage, error) {
+	rows, err := s.read.QueryContext(ctx, `
+		SELECT json_extract(details, '$.tool') AS tool, COUNT(*),
+			SUM(CASE WHEN json_extract(details, '$.is_error') THEN 1 ELSE 0 END),
+			SUM(COALESCE(json_extract(details, '$.duration_ms'), 0)), MAX(timestamp)
+		FROM events WHERE event_type = 'tool.call' AND timestamp >= ? AND tool IS NOT NULL
+		GROUP BY tool ORDER BY tool`, encodeTime(since))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*agentrunner.ToolUsage
+	for rows.Next() {
+		var u agentrunner.ToolUsage
+		var ms int64
+		var last sql.NullString
+		if err := rows.Scan(&u.Tool, &u.Calls, &u.Errors, &ms, &last); err != nil {
+			return nil, err
+		}
+		u.Duration = time.Duration(ms) * time.Millisecond
+		if u.LastCall, err = decodeTime(last); err != nil {
+			return nil, err
+		}
+		out = append(out, &u)
 	}
 	return out, rows.Err()
 }
@@ -490,32 +571,76 @@ func (s *Store) AddCommand(ctx context.Context, c *agentrunner.Command) error {
 	return nil
 }
 
-// PendingCommands lists unconsumed commands, oldest first.
-func (s *Store) PendingCommands(ctx context.Context) ([]*agentrunner.Command, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT id, kind, args, operator, created_at FROM commands WHERE consumed_at IS NULL ORDER BY id`)
+const commandColumns = `id, kind, args, operator, created_at, consumed_at, result`
+
+func scanCommand(row interface{ Scan(...any) error }) (*agentrunner.Command, error) {
+	var c agentrunner.Command
+	var args string
+	var created, consumed sql.NullString
+	if err := row.Scan(&c.ID, &c.Kind, &args, &c.Operator, &created, &consumed, &c.Result); err != nil {
+		return nil, err
+	}
+	var err error
+	if c.CreatedAt, err = decodeTime(created); err != nil {
+		return nil, err
+	}
+	if c.ConsumedAt, err = decodeTime(consumed); err != nil {
+		return nil, err
+	}
+	if args != "{}" {
+		if err := json.Unmarshal([]byte(args), &c.Args); err != nil {
+			return nil, fmt.Errorf("command %d arguments: %w", c.ID, err)
+		}
+	}
+	return &c, nil
+}
+
+func (s *Store) commands(ctx context.Context, query string, args ...any) ([]*agentrunner.Command, error) {
+	rows, err := s.read.QueryContext(ctx, `SELECT `+commandColumns+` FROM commands `+query, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	var out []*agentrunner.Command
 	for rows.Next() {
-		var c agentrunner.Command
-		var args string
-		var created sql.NullString
-		if err := rows.Scan(&c.ID, &c.Kind, &args, &c.Operator, &created); err != nil {
+		c, err := scanCommand(rows)
+		if err != nil {
 			return nil, err
 		}
-		if c.CreatedAt, err = decodeTime(created); err != nil {
-			return nil, err
-		}
-		if args != "{}" {
-			if err := json.Unmarshal([]byte(args), &c.Args); err != nil {
-				return nil, fmt.Errorf("command %d arguments: %w", c.ID, err)
-			}
-		}
-		out = append(out, &c)
+		out = append(out, c)
 	}
 	return out, rows.Err()
+}
+
+// PendingCommands lists unconsumed commands, oldest first.
+func (s *Store) PendingCommands(ctx context.Context) ([]*agentrunner.Command, error) {
+	return s.commands(ctx, `WHERE consumed_at IS NULL ORDER BY id`)
+}
+
+// Commands lists commands, newest first.
+func (s *Store) Commands(ctx context.Context, f agentrunner.CommandFilter) ([]*agentrunner.Command, error) {
+	limit := int64(f.Limit)
+	if limit <= 0 {
+		limit = -1 // no limit
+	}
+	return s.commands(ctx, `WHERE ? = 0 OR id < ? ORDER BY id DESC LIMIT ?`, f.BeforeID, f.BeforeID, limit)
+}
+
+// Control returns the loop's control state.
+func (s *Store) Control(ctx context.Context) (*agentrunner.Control, error) {
+	var c agentrunner.Control
+	var at sql.NullString
+	err := s.read.QueryRowContext(ctx, `SELECT paused, paused_by, paused_at FROM control WHERE id = 1`).Scan(&c.Paused, &c.PausedBy, &at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return &c, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if c.PausedAt, err = decodeTime(at); err != nil {
+		return nil, err
+	}
+	return &c, nil
 }
 
 // RecordOutboxFailure counts a failed delivery, keeps its reason and sets

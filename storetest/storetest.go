@@ -31,6 +31,11 @@ func Run(t *testing.T, open func(t *testing.T) agentrunner.Store) {
 		{"HaltedCycleIsUnfinished", testHalted},
 		{"CommandsAreConsumedOnce", testCommands},
 		{"OutboxDueAndDelivered", testOutboxFilter},
+		{"AuditListsCommandsNewestFirst", testAudit},
+		{"ControlIsCommittedWithTheChange", testControl},
+		{"EventQueries", testEventQueries},
+		{"PruneKeepsTheNewestEvent", testPrune},
+		{"ToolUsageSumsToolCalls", testToolUsage},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -386,5 +391,150 @@ func testOutboxFilter(t *testing.T, s agentrunner.Store) {
 	delivered, _ := s.Outbox(ctx, agentrunner.OutboxFilter{Delivered: true, Limit: 1})
 	if diff := cmp.Diff([]string{"s1"}, keys(delivered)); diff != "" {
 		t.Errorf("delivered (-want +got):\n%s", diff)
+	}
+}
+
+func testAudit(t *testing.T, s agentrunner.Store) {
+	ctx := context.Background()
+	var cmds []*agentrunner.Command
+	for i, kind := range []string{agentrunner.CommandPause, agentrunner.CommandInject, agentrunner.CommandResume} {
+		c := &agentrunner.Command{Kind: kind, Operator: "alice", CreatedAt: t0.Add(time.Duration(i) * time.Second)}
+		if kind == agentrunner.CommandInject {
+			c.Args = map[string]any{"agent": "plan", "message": "look at ETH"}
+		}
+		if err := s.AddCommand(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, c)
+	}
+	done := *cmds[0]
+	done.ConsumedAt, done.Result = t0.Add(time.Minute), "paused"
+	mustApply(t, s, &agentrunner.Change{Consumed: []*agentrunner.Command{&done}})
+	all, err := s.Commands(ctx, agentrunner.CommandFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]*agentrunner.Command{cmds[2], cmds[1], &done}, all); diff != "" {
+		t.Errorf("audit (-want +got):\n%s", diff)
+	}
+	page, _ := s.Commands(ctx, agentrunner.CommandFilter{BeforeID: cmds[2].ID, Limit: 1})
+	if len(page) != 1 || page[0].ID != cmds[1].ID {
+		t.Errorf("page before %d: %+v", cmds[2].ID, page)
+	}
+}
+
+func testControl(t *testing.T, s agentrunner.Store) {
+	ctx := context.Background()
+	if c, err := s.Control(ctx); err != nil || c.Paused {
+		t.Fatalf("initial control: %+v, %v; want not paused", c, err)
+	}
+	paused := &agentrunner.Control{Paused: true, PausedBy: "alice", PausedAt: t0}
+	// A change that fails writes no control either.
+	bad := &agentrunner.Change{From: agentrunner.StateHalted, Control: paused}
+	if err := s.Apply(ctx, bad); err == nil {
+		t.Fatal("a guarded change in the wrong state was applied")
+	}
+	if c, _ := s.Control(ctx); c.Paused {
+		t.Fatal("a failed change paused the loop")
+	}
+	mustApply(t, s, &agentrunner.Change{Control: paused})
+	if c, _ := s.Control(ctx); !cmp.Equal(c, paused) {
+		t.Errorf("control %+v, want %+v", c, paused)
+	}
+	mustApply(t, s, &agentrunner.Change{Control: &agentrunner.Control{}})
+	if c, _ := s.Control(ctx); c.Paused || c.PausedBy != "" {
+		t.Errorf("control after resume: %+v", c)
+	}
+}
+
+func testEventQueries(t *testing.T, s agentrunner.Store) {
+	ctx := context.Background()
+	levels := []agentrunner.Level{agentrunner.LevelDebug, agentrunner.LevelInfo, agentrunner.LevelWarn, agentrunner.LevelError, agentrunner.LevelInfo}
+	var evs []*agentrunner.Event
+	for i, l := range levels {
+		evs = append(evs, &agentrunner.Event{Timestamp: t0.Add(time.Duration(i) * time.Minute), Type: "t" + string(l), Level: l})
+	}
+	mustApply(t, s, &agentrunner.Change{Events: evs})
+	ids := func(f agentrunner.EventFilter) []int64 {
+		t.Helper()
+		got, err := s.Events(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []int64
+		for _, e := range got {
+			out = append(out, e.ID)
+		}
+		return out
+	}
+	id := func(i int) int64 { return evs[i].ID }
+	for _, tt := range []struct {
+		name string
+		f    agentrunner.EventFilter
+		want []int64
+	}{
+		{"warn and worse", agentrunner.EventFilter{MinLevel: agentrunner.LevelWarn}, []int64{id(2), id(3)}},
+		{"errors", agentrunner.EventFilter{MinLevel: agentrunner.LevelError}, []int64{id(3)}},
+		{"info and worse", agentrunner.EventFilter{MinLevel: agentrunner.LevelInfo}, []int64{id(1), id(2), id(3), id(4)}},
+		{"newest first, limited", agentrunner.EventFilter{Newest: true, Limit: 2}, []int64{id(4), id(3)}},
+		{"before an id", agentrunner.EventFilter{BeforeID: id(2)}, []int64{id(0), id(1)}},
+		{"since a time", agentrunner.EventFilter{Since: t0.Add(3 * time.Minute)}, []int64{id(3), id(4)}},
+		{"by type", agentrunner.EventFilter{Type: "tinfo"}, []int64{id(1), id(4)}},
+	} {
+		if diff := cmp.Diff(tt.want, ids(tt.f)); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tt.name, diff)
+		}
+	}
+	if _, err := s.Events(ctx, agentrunner.EventFilter{MinLevel: "loud"}); agentrunner.ErrorCode(err) != agentrunner.EINVALID {
+		t.Errorf("unknown level: %v, want invalid", err)
+	}
+}
+
+func testPrune(t *testing.T, s agentrunner.Store) {
+	ctx := context.Background()
+	var evs []*agentrunner.Event
+	for i := range 5 {
+		evs = append(evs, &agentrunner.Event{Timestamp: t0.Add(time.Duration(i) * time.Hour), Type: "t", Level: agentrunner.LevelInfo})
+	}
+	mustApply(t, s, &agentrunner.Change{Events: evs})
+	if n, err := s.PruneEvents(ctx, t0.Add(2*time.Hour)); err != nil || n != 2 {
+		t.Fatalf("pruned %d, %v; want 2", n, err)
+	}
+	left, _ := s.Events(ctx, agentrunner.EventFilter{})
+	if len(left) != 3 || left[0].ID != evs[2].ID {
+		t.Fatalf("left %+v", left)
+	}
+	// Everything is old: the newest event stays, so ids keep growing.
+	if n, _ := s.PruneEvents(ctx, t0.Add(100*time.Hour)); n != 2 {
+		t.Errorf("pruned %d, want 2", n)
+	}
+	next := &agentrunner.Event{Timestamp: t0.Add(101 * time.Hour), Type: "t", Level: agentrunner.LevelInfo}
+	mustApply(t, s, &agentrunner.Change{Events: []*agentrunner.Event{next}})
+	if next.ID <= evs[4].ID {
+		t.Errorf("a new event got id %d, not above the pruned %d", next.ID, evs[4].ID)
+	}
+}
+
+func testToolUsage(t *testing.T, s agentrunner.Store) {
+	ctx := context.Background()
+	call := func(i int, tool string, isError bool, ms int) *agentrunner.Event {
+		return &agentrunner.Event{Timestamp: t0.Add(time.Duration(i) * time.Minute), Type: "tool.call", Level: agentrunner.LevelInfo,
+			Details: map[string]any{"tool": tool, "is_error": isError, "duration_ms": ms}}
+	}
+	mustApply(t, s, &agentrunner.Change{Events: []*agentrunner.Event{
+		call(0, "web_search", false, 100), // before since
+		call(1, "web_search", false, 200), call(2, "web_search", true, 300), call(3, "bird", false, 50),
+		{Timestamp: t0.Add(4 * time.Minute), Type: "attempt.started", Level: agentrunner.LevelInfo, Details: map[string]any{"tool": "x"}},
+	}})
+	got, err := s.ToolUsage(ctx, t0.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []*agentrunner.ToolUsage{
+		{Tool: "bird", Calls: 1, Duration: 50 * time.Millisecond, LastCall: t0.Add(3 * time.Minute)},
+		{Tool: "web_search", Calls: 2, Errors: 1, Duration: 500 * time.Millisecond, LastCall: t0.Add(2 * time.Minute)},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("tool usage (-want +got):\n%s", diff)
 	}
 }
