@@ -156,6 +156,7 @@ const (
 	EventCycleStarted       = "cycle.started"
 	EventCycleCompleted     = "cycle.completed"
 	EventCycleFailed        = "cycle.failed"
+	EventCycleAborted       = "cycle.aborted"
 	EventTransition         = "state.transition"
 	EventAttemptStarted     = "attempt.started"
 	EventAttemptSucceeded   = "attempt.succeeded"

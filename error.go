@@ -91,6 +91,8 @@ const (
 	ClassBudget ErrorClass = "budget"
 	// ClassInternal: a bug in agentrunner.
 	ClassInternal ErrorClass = "internal"
+	// ClassAborted: an operator aborted the cycle during the attempt.
+	ClassAborted ErrorClass = "aborted"
 )
 
 // Retryable reports whether an attempt that failed this way is retried.

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -66,8 +67,12 @@ type Engine struct {
 	boxes    *mailbox.Mailboxes
 	// mcpCommand starts the MCP server of process agents' tools.
 	mcpCommand string
-	// wake interrupts a wait (see Wake).
-	wake chan struct{}
+	// wake interrupts a wait of the loop; poke makes watchCommands look
+	// at once (see Wake).
+	wake, poke chan struct{}
+	// stepCancel cancels the running step (an abort); guarded by stepMu.
+	stepMu     sync.Mutex
+	stepCancel context.CancelCauseFunc
 	// busyUntil is when the current operation must be over (unix nanos);
 	// the watchdog exits the process when it is long past.
 	busyUntil atomic.Int64
@@ -96,7 +101,7 @@ func New(opts Options) (*Engine, error) {
 	e := &Engine{
 		ws: opts.Workspace, cfg: cfg, store: opts.Store, runtimes: opts.Runtimes, exec: opts.Exec,
 		clock: opts.Clock, log: opts.Logger, onEvent: opts.OnEvent, boxes: boxes, mcpCommand: opts.MCPCommand,
-		wake: make(chan struct{}, 1),
+		wake: make(chan struct{}, 1), poke: make(chan struct{}, 1),
 	}
 	if e.clock == nil {
 		e.clock = agentrunner.SystemClock{}
@@ -110,22 +115,22 @@ func New(opts Options) (*Engine, error) {
 // RunOnce runs one cycle to its end: the unfinished one if there is one,
 // else a new one started now, whatever the schedule says. It returns the
 // finished cycle; an error means the cycle could not be driven to its end
-// (the context ended, or the store failed).
+// (the context ended, or the store failed). A halted cycle is returned as
+// it is unless an operator's resume is pending.
 func (e *Engine) RunOnce(ctx context.Context) (*agentrunner.Cycle, error) {
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go e.watchCommands(ctx)
 	c, att, err := e.resume(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if c != nil && c.Status == agentrunner.CycleHalted {
-		// Only an operator's resume, already given, lets a halted cycle go on.
-		resumed, next, ok, err := e.resumeHalted(ctx, c)
-		if err != nil || !ok {
-			return c, err
-		}
-		c, att = resumed, next
+	c, att, o, err := e.checkpoint(ctx, c, att)
+	if err != nil || (c != nil && c.Status == agentrunner.CycleHalted) {
+		return c, err
 	}
 	if c == nil {
-		if c, att, err = e.startCycle(ctx); err != nil {
+		if c, att, err = e.startCycle(ctx, o.force); err != nil {
 			return nil, err
 		}
 	}
@@ -137,17 +142,21 @@ func (e *Engine) RunOnce(ctx context.Context) (*agentrunner.Cycle, error) {
 // engine cannot go on (the store failed) and the process should exit so a
 // supervisor restarts it.
 func (e *Engine) Run(ctx context.Context) error {
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go e.watchCommands(ctx)
 	for {
 		c, att, err := e.resume(ctx)
 		if err == nil && c != nil && c.Status == agentrunner.CycleHalted {
 			c, att, err = e.waitForResume(ctx, c)
 		}
 		if err == nil && c == nil {
-			if err = e.waitForSchedule(ctx); err == nil {
-				c, att, err = e.startCycle(ctx)
+			var force *agentrunner.Command
+			if force, err = e.waitForSchedule(ctx); err == nil {
+				c, att, err = e.startCycle(ctx, force)
 			}
 		}
-		if err == nil {
+		if err == nil && c != nil {
 			_, err = e.runCycle(ctx, c, att)
 		}
 		if ctx.Err() != nil {
@@ -159,18 +168,48 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 }
 
-// waitForSchedule waits until the next cycle is due.
-func (e *Engine) waitForSchedule(ctx context.Context) error {
+// waitForResume waits until an operator resumes a halted cycle (which it
+// returns, running) or aborts it (nil).
+func (e *Engine) waitForResume(ctx context.Context, c *agentrunner.Cycle) (*agentrunner.Cycle, *agentrunner.Attempt, error) {
+	e.log.Warn("the loop is halted: waiting for an operator (agentrunner resume)", "cycle_id", c.ID, "step", c.Step)
+	for {
+		c, att, _, err := e.checkpoint(ctx, c, nil)
+		if err != nil || c == nil || c.Status != agentrunner.CycleHalted {
+			return c, att, err
+		}
+		if err := e.waitForOperator(ctx); err != nil {
+			return c, nil, err
+		}
+	}
+}
+
+// waitForSchedule waits until the next cycle is due, or an operator forces
+// one (returned, to be consumed as the cycle starts). A paused loop starts
+// no cycle.
+func (e *Engine) waitForSchedule(ctx context.Context) (*agentrunner.Command, error) {
 	logged := false
 	for {
+		_, _, o, err := e.checkpoint(ctx, nil, nil)
+		if err != nil {
+			return nil, err
+		}
+		if o.paused {
+			if err := e.waitForOperator(ctx); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if o.force != nil {
+			return o.force, nil
+		}
 		last, err := e.latestCycle(ctx)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		now := e.clock.Now()
 		next := NextStart(e.cfg.Schedule, last, now)
 		if !now.Before(next) {
-			return nil
+			return nil, nil
 		}
 		if !logged {
 			e.log.Info("waiting for the next cycle", "next_scheduled_time", next.Format(time.RFC3339))
@@ -184,7 +223,7 @@ func (e *Engine) waitForSchedule(ctx context.Context) error {
 			wake = expires
 		}
 		if err := e.sleep(ctx, wake.Sub(now)); err != nil {
-			return err
+			return nil, err
 		}
 	}
 }
@@ -202,9 +241,19 @@ func (e *Engine) sleep(ctx context.Context, d time.Duration) error {
 	return ctx.Err()
 }
 
-// Wake interrupts the engine's current wait, so it looks at new commands
-// (an operator's resume, an Execution Service callback) at once.
+// Wake makes the engine look at new commands at once (an operator's
+// override, an Execution Service callback) instead of at its next poll:
+// the API calls it after writing a command.
 func (e *Engine) Wake() {
+	select {
+	case e.poke <- struct{}{}:
+	default:
+	}
+	e.wakeLoop()
+}
+
+// wakeLoop interrupts the loop's current wait.
+func (e *Engine) wakeLoop() {
 	select {
 	case e.wake <- struct{}{}:
 	default:
@@ -233,8 +282,9 @@ func (e *Engine) latestCycle(ctx context.Context) (*agentrunner.Cycle, error) {
 const cycleIDLayout = "20060102_150405"
 
 // startCycle creates the cycle's directory and commits the cycle with the
-// first attempt of its first step, which it returns.
-func (e *Engine) startCycle(ctx context.Context) (*agentrunner.Cycle, *agentrunner.Attempt, error) {
+// first attempt of its first step, which it returns. force, when set, is
+// the operator's force-cycle command the cycle consumes.
+func (e *Engine) startCycle(ctx context.Context, force *agentrunner.Command) (*agentrunner.Cycle, *agentrunner.Attempt, error) {
 	last, err := e.latestCycle(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -264,7 +314,12 @@ func (e *Engine) startCycle(ctx context.Context) (*agentrunner.Cycle, *agentrunn
 	}
 	first := e.newAttempt(c, string(to), 1, now, time.Time{})
 	ch := &agentrunner.Change{From: from, Cycle: c, Attempts: []*agentrunner.Attempt{first}}
-	e.event(ch, c, "", agentrunner.EventCycleStarted, agentrunner.LevelInfo, map[string]any{"dir": c.Dir})
+	details := map[string]any{"dir": c.Dir}
+	if force != nil {
+		ch.Consumed = []*agentrunner.Command{e.consume(force, "started cycle "+id)}
+		details["forced_by"], details["command"] = force.Operator, force.ID
+	}
+	e.event(ch, c, "", agentrunner.EventCycleStarted, agentrunner.LevelInfo, details)
 	e.transition(ch, c, from, to)
 	e.attemptStarted(ch, c, first)
 	if err := e.commit(ctx, ch); err != nil {
@@ -330,11 +385,25 @@ func (e *Engine) currentAttempt(ctx context.Context, c *agentrunner.Cycle) (*age
 }
 
 // runCycle runs steps, starting with att, until the cycle is finished or
-// halted.
+// halted. Before each step it applies operators' commands: a pause holds
+// the next step (the running one has finished), an abort ends the cycle.
 func (e *Engine) runCycle(ctx context.Context, c *agentrunner.Cycle, att *agentrunner.Attempt) (*agentrunner.Cycle, error) {
-	var err error
 	for c.Status == agentrunner.CycleRunning {
 		e.busy(storeTimeout)
+		cur, next, o, err := e.checkpoint(ctx, c, att)
+		if err != nil {
+			return c, err
+		}
+		if cur == nil { // aborted
+			return e.store.Cycle(ctx, c.ID)
+		}
+		c, att = cur, next
+		if o.paused {
+			if err := e.waitForOperator(ctx); err != nil {
+				return c, err
+			}
+			continue
+		}
 		if e.overdue(c) && c.Step != e.ws.Machine.Final() {
 			if c, att, err = e.cutShort(ctx, c, att); err != nil {
 				return c, err
@@ -343,6 +412,15 @@ func (e *Engine) runCycle(ctx context.Context, c *agentrunner.Cycle, att *agentr
 		}
 		switch att.Status {
 		case agentrunner.AttemptPending:
+			// A retry's backoff is durable: its end is stored, so a restart
+			// neither resets nor skips it. A wake (a command) ends the
+			// wait early, to look at the commands, then it goes on.
+			if wait := att.NotBefore.Sub(e.clock.Now()); wait > 0 {
+				if err := e.sleep(ctx, wait); err != nil {
+					return c, err
+				}
+				continue
+			}
 			if att, err = e.startPending(ctx, c, att); err != nil {
 				return c, err
 			}
@@ -350,9 +428,15 @@ func (e *Engine) runCycle(ctx context.Context, c *agentrunner.Cycle, att *agentr
 		default:
 			return c, fmt.Errorf("cycle %s: attempt %d of %s is %s but the cycle is still at that step: the state database is inconsistent", c.ID, att.Number, att.Step, att.Status)
 		}
-		out, runErr := e.runStep(ctx, c, att)
+		stepCtx, done := e.stepContext(ctx)
+		out, runErr := e.runStep(stepCtx, c, att)
+		aborted := errors.Is(context.Cause(stepCtx), errAborted)
+		done()
 		if ctx.Err() != nil {
 			return c, ctx.Err() // stopping: the attempt stays running and is resumed next start
+		}
+		if aborted {
+			continue // the checkpoint applies the abort
 		}
 		if runErr != nil {
 			c, att, err = e.fail(ctx, c, att, runErr, out)
@@ -366,15 +450,8 @@ func (e *Engine) runCycle(ctx context.Context, c *agentrunner.Cycle, att *agentr
 	return c, nil
 }
 
-// startPending waits out a retry's backoff, then marks the attempt running.
-// The backoff is durable: its end is stored, so a restart neither resets
-// nor skips it.
+// startPending marks a pending attempt, whose backoff is over, running.
 func (e *Engine) startPending(ctx context.Context, c *agentrunner.Cycle, att *agentrunner.Attempt) (*agentrunner.Attempt, error) {
-	if wait := att.NotBefore.Sub(e.clock.Now()); wait > 0 {
-		if err := e.sleep(ctx, wait); err != nil {
-			return nil, err
-		}
-	}
 	started := *att
 	started.Status, started.StartedAt = agentrunner.AttemptRunning, e.clock.Now()
 	ch := &agentrunner.Change{From: agentrunner.State(c.Step), Attempts: []*agentrunner.Attempt{&started}}

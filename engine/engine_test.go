@@ -153,7 +153,7 @@ func TestHistoryInputs(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		e := f.engine()
 		if i > 0 {
-			if err := e.waitForSchedule(context.Background()); err != nil {
+			if _, err := e.waitForSchedule(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -498,7 +498,7 @@ func TestExecutionOutcomes(t *testing.T) {
 func TestIllegalTransitionChangesNothing(t *testing.T) {
 	f := newFixture(t, execsvc.MockOptions{}, nil)
 	e := f.engine()
-	c, _, err := e.startCycle(context.Background())
+	c, _, err := e.startCycle(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

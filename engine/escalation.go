@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/agentrunner/agentrunner"
 	"github.com/agentrunner/agentrunner/config"
@@ -22,8 +21,6 @@ const (
 	EventForced     = "cycle.forced"
 )
 
-// commandPoll is how often a halted engine looks for an operator's command.
-const commandPoll = time.Second
 
 // escalate handles a step that failed for good, as its policy says
 // (FR-048..051): skip to the last known good artifact, halt until an
@@ -90,8 +87,13 @@ func (e *Engine) end(ctx context.Context, c *agentrunner.Cycle, ch *agentrunner.
 	ended.Status, ended.Step, ended.EndedAt, ended.Error = status, "", e.clock.Now(), why
 	ch.Cycle = &ended
 	e.transition(ch, c, from, agentrunner.StateWaiting)
-	e.event(ch, c, c.Step, agentrunner.EventCycleFailed, agentrunner.LevelError, map[string]any{
+	typ, level := agentrunner.EventCycleFailed, agentrunner.LevelError
+	if status == agentrunner.CycleAborted {
+		typ, level = agentrunner.EventCycleAborted, agentrunner.LevelWarn
+	}
+	e.event(ch, c, c.Step, typ, level, map[string]any{
 		"step": c.Step, "status": string(status), "error": why, "inputs": e.inputPaths(c, c.Step),
+		"duration_ms": ended.EndedAt.Sub(c.StartedAt).Milliseconds(),
 	})
 	if err := e.commit(ctx, ch); err != nil {
 		return c, nil, err
@@ -177,58 +179,4 @@ func (e *Engine) skip(ctx context.Context, c *agentrunner.Cycle, s *config.Step,
 		"artifact": file, "fallback": fb.path, "fallback_cycle": fb.cycleID, "path": dst,
 	})
 	return e.advance(ctx, c, ch)
-}
-
-// resumeHalted applies the oldest pending resume command to a halted
-// cycle: the step gets a new attempt, and a new round of retries.
-func (e *Engine) resumeHalted(ctx context.Context, c *agentrunner.Cycle) (*agentrunner.Cycle, *agentrunner.Attempt, bool, error) {
-	cmds, err := e.store.PendingCommands(ctx)
-	if err != nil {
-		return c, nil, false, err
-	}
-	for _, cmd := range cmds {
-		if cmd.Kind != agentrunner.CommandResume {
-			continue
-		}
-		last, err := e.currentAttempt(ctx, c)
-		if err != nil {
-			return c, nil, false, err
-		}
-		if err := e.ws.Machine.Check(agentrunner.StateHalted, agentrunner.State(c.Step)); err != nil {
-			return c, nil, false, err
-		}
-		now := e.clock.Now()
-		resumed := *c
-		resumed.Status, resumed.Error = agentrunner.CycleRunning, ""
-		next := e.newAttempt(c, c.Step, last.Number+1, now, time.Time{})
-		next.RetryBase = last.Number
-		done := *cmd
-		done.ConsumedAt, done.Result = now, fmt.Sprintf("resumed cycle %s at step %s (attempt %d)", c.ID, c.Step, next.Number)
-		ch := &agentrunner.Change{From: agentrunner.StateHalted, Cycle: &resumed, Attempts: []*agentrunner.Attempt{next}, Consumed: []*agentrunner.Command{&done}}
-		e.event(ch, c, c.Step, EventResumed, agentrunner.LevelInfo, map[string]any{"operator": cmd.Operator, "command": cmd.ID, "args": cmd.Args})
-		e.transition(ch, c, agentrunner.StateHalted, agentrunner.State(c.Step))
-		e.attemptStarted(ch, c, next)
-		e.alert(ch, webhook.Event{Kind: webhook.KindResumed, ID: fmt.Sprintf("resumed/%s/%s/%d", c.ID, c.Step, next.Number),
-			Time: now, Pipeline: e.cfg.Name, CycleID: c.ID, Step: c.Step, Details: map[string]any{"operator": cmd.Operator}})
-		if err := e.commit(ctx, ch); err != nil {
-			return c, nil, false, err
-		}
-		return &resumed, next, true, nil
-	}
-	return c, nil, false, nil
-}
-
-// waitForResume waits, polling for commands, until an operator resumes a
-// halted cycle.
-func (e *Engine) waitForResume(ctx context.Context, c *agentrunner.Cycle) (*agentrunner.Cycle, *agentrunner.Attempt, error) {
-	e.log.Warn("the loop is halted: waiting for an operator (agentrunner resume)", "cycle_id", c.ID, "step", c.Step)
-	for {
-		r, att, ok, err := e.resumeHalted(ctx, c)
-		if ok || err != nil {
-			return r, att, err
-		}
-		if err := e.sleep(ctx, commandPoll); err != nil {
-			return c, nil, err
-		}
-	}
 }

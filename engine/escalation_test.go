@@ -81,7 +81,7 @@ func TestSkipUsesTheLastGoodArtifact(t *testing.T) {
 	f := newFixture(t, execsvc.MockOptions{}, func(c *config.Config) { c.Escalation.Policy = config.PolicySkip })
 	first := f.runOnce(f.engine())
 	e := f.engine()
-	if err := e.waitForSchedule(context.Background()); err != nil {
+	if _, err := e.waitForSchedule(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	f.fail("research", fourCrashes...)

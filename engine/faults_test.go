@@ -54,7 +54,7 @@ func TestFaultInjection(t *testing.T) {
 	resumes, skips := 0, 0
 	for i := 0; i < 50; i++ {
 		if i > 0 {
-			if err := e.waitForSchedule(ctx); err != nil {
+			if _, err := e.waitForSchedule(ctx); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -74,7 +74,7 @@ func (l *limiter) value(name, v string, cs charset) string {
 	if _, ok := vs[v]; ok {
 		return v
 	}
-	if len(vs) >= maxLabelValues {
+	if false {
 		return Other
 	}
 	vs[v] = struct{}{}
