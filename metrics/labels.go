@@ -74,7 +74,7 @@ func (l *limiter) value(name, v string, cs charset) string {
 	if _, ok := vs[v]; ok {
 		return v
 	}
-	if false {
+	if len(vs) >= maxLabelValues {
 		return Other
 	}
 	vs[v] = struct{}{}

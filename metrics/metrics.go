@@ -34,13 +34,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Event types the engine writes beyond those the root package names (the
-// engine's own constants; importing the engine for two strings would tie
-// this package to all of it).
-const (
-	eventCycleAborted = "cycle.aborted"
-	eventEscalation   = "escalation"
-)
+// eventEscalation is engine.EventEscalation: importing the engine for one
+// string would tie this package to all of it.
+const eventEscalation = "escalation"
 
 // DefaultBacklogTimeout bounds how long a scrape waits for the outbox
 // backlog when Options does not say: Prometheus's own scrape timeout is 10s
@@ -180,7 +176,7 @@ func (m *Metrics) Observe(ev *agentrunner.Event) {
 		m.cycle("completed", d)
 	case agentrunner.EventCycleFailed:
 		m.cycle("failed", d)
-	case eventCycleAborted:
+	case agentrunner.EventCycleAborted:
 		m.cycle("aborted", d)
 	case agentrunner.EventAttemptSucceeded:
 		m.attempt(ev, "succeeded", "")

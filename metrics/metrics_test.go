@@ -97,7 +97,7 @@ func TestObserve(t *testing.T) {
 				ev(agentrunner.EventCycleCompleted, "", "", map[string]any{"duration_ms": 30_000}),
 				ev(agentrunner.EventCycleFailed, "write", "", map[string]any{"duration_ms": float64(3_600_000)}),
 				ev(agentrunner.EventCycleFailed, "write", "", map[string]any{"step": "write", "error": "boom"}),
-				ev("cycle.aborted", "", "", map[string]any{"duration_ms": "12"}),
+				ev(agentrunner.EventCycleAborted, "", "", map[string]any{"duration_ms": "12"}),
 			},
 			want: map[string]float64{
 				`agentrunner_cycles_total{outcome="completed",` + p + `}`:                 2,
