@@ -467,9 +467,9 @@ func (e *Engine) succeed(ctx context.Context, c *agentrunner.Cycle, att *agentru
 	done := *att
 	done.Status, done.EndedAt, done.OutputPath, done.ExitCode, done.Usage = agentrunner.AttemptSucceeded, now, out.outputPath, out.exitCode, out.usage
 	ch := &agentrunner.Change{From: agentrunner.State(c.Step), Attempts: []*agentrunner.Attempt{&done}, Events: out.events}
-	e.event(ch, c, att.Step, agentrunner.EventAttemptSucceeded, agentrunner.LevelInfo, map[string]any{
+	e.event(ch, c, att.Step, agentrunner.EventAttemptSucceeded, agentrunner.LevelInfo, e.withUsage(map[string]any{
 		"attempt": att.Number, "duration_ms": now.Sub(att.StartedAt).Milliseconds(), "output": out.outputPath,
-	})
+	}, att, out))
 	return e.advance(ctx, c, ch)
 }
 
@@ -532,11 +532,11 @@ func (e *Engine) fail(ctx context.Context, c *agentrunner.Cycle, att *agentrunne
 	if class == agentrunner.ClassInterrupted {
 		eventType = agentrunner.EventAttemptInterrupted
 	}
-	e.event(ch, c, att.Step, eventType, agentrunner.LevelWarn, map[string]any{
+	e.event(ch, c, att.Step, eventType, agentrunner.LevelWarn, e.withUsage(map[string]any{
 		"attempt": att.Number, "error_class": string(class), "error": reason,
 		"retryable": class.Retryable(), "retries_left": max(0, policy.Max-(att.Number-att.RetryBase)+1),
 		"duration_ms": now.Sub(att.StartedAt).Milliseconds(),
-	})
+	}, att, out))
 	if e.overdue(c) && att.Step != e.ws.Machine.Final() {
 		return e.force(ctx, c, ch)
 	}
@@ -560,6 +560,19 @@ func (e *Engine) fail(ctx context.Context, c *agentrunner.Cycle, att *agentrunne
 		return c, next, e.commit(ctx, ch)
 	}
 	return e.escalate(ctx, c, &failed, ch)
+}
+
+// withUsage adds the tokens an attempt used, and its model, to the details
+// of its event (for metrics and cost tracking).
+func (e *Engine) withUsage(details map[string]any, att *agentrunner.Attempt, out *outcome) map[string]any {
+	if out == nil || out.usage.InputTokens+out.usage.OutputTokens == 0 {
+		return details
+	}
+	details["input_tokens"], details["output_tokens"] = out.usage.InputTokens, out.usage.OutputTokens
+	if a := e.cfg.Agents[att.Agent]; a != nil && a.Model != "" {
+		details["model"] = a.Model
+	}
+	return details
 }
 
 func durations(ds []time.Duration) []string {

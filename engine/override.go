@@ -59,7 +59,7 @@ func (e *Engine) checkpoint(ctx context.Context, c *agentrunner.Cycle, att *agen
 		case agentrunner.CommandPause:
 			c, att, err = e.pause(ctx, c, att, ctl, cmd)
 		case agentrunner.CommandResume:
-			c, att, err = e.resumeLoop(ctx, c, ctl, cmd)
+			c, att, err = e.resumeLoop(ctx, c, att, ctl, cmd)
 		case agentrunner.CommandAbort:
 			c, att, err = e.abort(ctx, c, att, cmd)
 		case agentrunner.CommandInject:
@@ -137,10 +137,10 @@ func (e *Engine) pause(ctx context.Context, c *agentrunner.Cycle, att *agentrunn
 
 // resumeLoop lifts a pause and resumes a halted cycle: its step gets a new
 // attempt and a new round of retries. One resume does both.
-func (e *Engine) resumeLoop(ctx context.Context, c *agentrunner.Cycle, ctl *agentrunner.Control, cmd *agentrunner.Command) (*agentrunner.Cycle, *agentrunner.Attempt, error) {
+func (e *Engine) resumeLoop(ctx context.Context, c *agentrunner.Cycle, att *agentrunner.Attempt, ctl *agentrunner.Control, cmd *agentrunner.Command) (*agentrunner.Cycle, *agentrunner.Attempt, error) {
 	halted := c != nil && c.Status == agentrunner.CycleHalted
 	if !halted && !ctl.Paused {
-		return c, nil, e.ignore(ctx, c, cmd, "the loop is neither paused nor halted")
+		return c, att, e.ignore(ctx, c, cmd, "the loop is neither paused nor halted")
 	}
 	now := e.clock.Now()
 	ch := &agentrunner.Change{}
@@ -155,10 +155,10 @@ func (e *Engine) resumeLoop(ctx context.Context, c *agentrunner.Cycle, ctl *agen
 	if halted {
 		last, err := e.currentAttempt(ctx, c)
 		if err != nil {
-			return c, nil, err
+			return c, att, err
 		}
 		if err := e.ws.Machine.Check(agentrunner.StateHalted, agentrunner.State(c.Step)); err != nil {
-			return c, nil, err
+			return c, att, err
 		}
 		r := *c
 		r.Status, r.Error = agentrunner.CycleRunning, ""
@@ -175,11 +175,11 @@ func (e *Engine) resumeLoop(ctx context.Context, c *agentrunner.Cycle, ctl *agen
 	}
 	ch.Consumed = []*agentrunner.Command{e.consume(cmd, strings.Join(results, "; "))}
 	if err := e.commit(ctx, ch); err != nil {
-		return c, nil, err
+		return c, att, err
 	}
 	*ctl = agentrunner.Control{}
 	if resumed == nil {
-		return c, nil, nil
+		return c, att, nil
 	}
 	return resumed, next, nil
 }
