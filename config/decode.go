@@ -321,3 +321,6 @@ func editDistance(a, b string) int {
 	}
 	return prev[len(b)]
 }
+
+// MarshalYAML writes a duration as the string it is read from (90s, 6h).
+func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }

@@ -20,6 +20,10 @@ type Status struct {
 	NextScheduledTime time.Time `json:"next_scheduled_time"`
 	// LastCycle summarizes the most recent cycle, running or finished.
 	LastCycle *CycleSummary `json:"last_cycle"`
+	// Paused says an operator paused the loop: no new step starts.
+	Paused   bool       `json:"paused"`
+	PausedBy string     `json:"paused_by,omitempty"`
+	PausedAt *time.Time `json:"paused_at,omitempty"`
 }
 
 // CycleSummary is a cycle's outcome in a few fields.
@@ -35,6 +39,15 @@ type CycleSummary struct {
 // it without a running server.
 func ReadStatus(ctx context.Context, store agentrunner.Store, cfg *config.Config, now time.Time) (*Status, error) {
 	st := &Status{Pipeline: cfg.Name, CurrentState: agentrunner.StateIdle, NextScheduledTime: now}
+	ctl, err := store.Control(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if ctl.Paused {
+		st.Paused, st.PausedBy = true, ctl.PausedBy
+		at := ctl.PausedAt
+		st.PausedAt = &at
+	}
 	cs, err := store.Cycles(ctx, agentrunner.CycleFilter{Limit: 1})
 	if err != nil || len(cs) == 0 {
 		return st, err

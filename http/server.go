@@ -12,12 +12,16 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentrunner/agentrunner"
 	"github.com/agentrunner/agentrunner/config"
-	"github.com/agentrunner/agentrunner/engine"
 	"github.com/agentrunner/agentrunner/execsvc"
+	"github.com/agentrunner/agentrunner/mailbox"
+	"github.com/agentrunner/agentrunner/tool"
 	"github.com/agentrunner/agentrunner/webhook"
 )
 
@@ -32,25 +36,118 @@ var statusOf = map[string]int{
 	agentrunner.EINTERNAL:     http.StatusInternalServerError,
 }
 
-// Server serves the API of one workspace. It only reads the store.
+// Server serves the API of one workspace. It reads the store and writes
+// only commands, which the engine consumes (the engine is the only writer
+// of pipeline state).
 type Server struct {
+	opts   Options
 	store  agentrunner.Store
 	cfg    *config.Config
 	clock  agentrunner.Clock
 	log    *slog.Logger
+	auth   *Authenticator
 	mux    *http.ServeMux
 	server *http.Server
+	// stop ends the event streams when the server shuts down.
+	stop     chan struct{}
+	stopOnce sync.Once
+	// streams counts the open event streams.
+	streams atomic.Int64
 }
 
-// NewServer returns a server reading from store.
-func NewServer(store agentrunner.Store, cfg *config.Config, clock agentrunner.Clock, log *slog.Logger) *Server {
-	s := &Server{store: store, cfg: cfg, clock: clock, log: log, mux: http.NewServeMux()}
-	s.mux.HandleFunc("GET /api/status", s.handleStatus)
-	s.mux.HandleFunc("GET /health/live", s.handleLive)
+// Options wire a server. Store and Config are required.
+type Options struct {
+	Store  agentrunner.Store
+	Config *config.Config
+	// Clock defaults to the system clock; Logger discards by default.
+	Clock  agentrunner.Clock
+	Logger *slog.Logger
+	// Auth checks callers; nil: no credentials are configured and every
+	// caller is the local admin (the server must listen on loopback).
+	Auth *Authenticator
+	// Mailboxes are read by GET /api/mailboxes/{agent}.
+	Mailboxes *mailbox.Mailboxes
+	// Tools are the registered tools; ToolStats their in-process counters
+	// and breaker states (optional).
+	Tools     []tool.Spec
+	ToolStats func() map[string]tool.Stats
+	// Metrics serves /metrics; nil: no metrics endpoint.
+	Metrics http.Handler
+	// Wake tells the engine a command was written (optional).
+	Wake func()
+	// Engine reports the engine loop's lag for readiness (optional).
+	Engine interface{ Stalled() time.Duration }
+}
+
+// maxStreams bounds the open event streams, each of which polls the store.
+const maxStreams = 64
+
+// New returns a server with every route of the API.
+func New(opts Options) (*Server, error) {
+	if opts.Store == nil || opts.Config == nil {
+		return nil, errors.New("http: a store and a configuration are required")
+	}
+	if opts.Clock == nil {
+		opts.Clock = agentrunner.SystemClock{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Auth == nil {
+		var err error
+		if opts.Auth, err = NewAuthenticator(config.Auth{}, "", nil, nil); err != nil {
+			return nil, err
+		}
+	}
+	s := &Server{opts: opts, store: opts.Store, cfg: opts.Config, clock: opts.Clock, log: opts.Logger, auth: opts.Auth,
+		mux: http.NewServeMux(), stop: make(chan struct{})}
+	for _, rt := range s.routes() {
+		h := http.Handler(rt.handler)
+		if !rt.public {
+			h = s.auth.Require(rt.role, h, s.writeError)
+		}
+		s.mux.Handle(rt.pattern, h)
+	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, agentrunner.Errorf(agentrunner.ENOTFOUND, "no route %s %s", r.Method, r.URL.Path))
 	})
-	return s
+	return s, nil
+}
+
+// route is one endpoint: who may call it and what answers.
+type route struct {
+	pattern string
+	role    string
+	public  bool
+	handler http.HandlerFunc
+}
+
+// routes lists every endpoint; the OpenAPI document describes the same
+// list (a test holds them together).
+func (s *Server) routes() []route {
+	public := func(group string) bool { return slices.Contains(s.cfg.Server.Public, group) }
+	rs := []route{
+		{pattern: "GET /api/status", role: config.RoleViewer, handler: s.handleStatus},
+		{pattern: "GET /api/cycles", role: config.RoleViewer, handler: s.handleCycles},
+		{pattern: "GET /api/cycles/{id}", role: config.RoleViewer, handler: s.handleCycle},
+		{pattern: "GET /api/cycles/{id}/artifacts/{name}", role: config.RoleViewer, handler: s.handleArtifact},
+		{pattern: "GET /api/errors", role: config.RoleViewer, handler: s.handleErrors},
+		{pattern: "GET /api/tools", role: config.RoleViewer, handler: s.handleTools},
+		{pattern: "GET /api/mailboxes/{agent}", role: config.RoleViewer, handler: s.handleMailbox},
+		{pattern: "POST /api/mailboxes/{agent}", role: config.RoleOperator, handler: s.handlePostMailbox},
+		{pattern: "GET /api/events", role: config.RoleViewer, handler: s.handleEvents},
+		{pattern: "GET /api/events/stream", role: config.RoleViewer, handler: s.handleStream},
+		{pattern: "GET /api/audit", role: config.RoleViewer, handler: s.handleAudit},
+		{pattern: "POST /api/override/{kind}", role: config.RoleOperator, handler: s.handleOverride},
+		{pattern: "GET /api/config", role: config.RoleAdmin, handler: s.handleConfig},
+		{pattern: "GET /api/openapi.json", role: config.RoleViewer, handler: s.handleOpenAPI},
+		{pattern: "GET /health/live", role: config.RoleViewer, public: public(config.PublicHealth), handler: s.handleLive},
+		{pattern: "GET /health/ready", role: config.RoleViewer, public: public(config.PublicHealth), handler: s.handleReady},
+	}
+	if s.opts.Metrics != nil {
+		rs = append(rs, route{pattern: "GET /metrics", role: config.RoleViewer, public: public(config.PublicMetrics), handler: s.opts.Metrics.ServeHTTP})
+	}
+	return rs
 }
 
 // Handler returns the server's routes.
@@ -116,6 +213,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
+		s.stopOnce.Do(func() { close(s.stop) })
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		s.server.Shutdown(shutdown)
@@ -124,19 +222,6 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		}
 		return nil
 	}
-}
-
-func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
-	st, err := engine.ReadStatus(r.Context(), s.store, s.cfg, s.clock.Now())
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, st)
-}
-
-func (s *Server) handleLive(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -40,6 +40,16 @@ func testConfig() *config.Config {
 	}
 }
 
+// newServer returns a server with opts, without credentials (loopback).
+func newServer(t *testing.T, opts arhttp.Options) *arhttp.Server {
+	t.Helper()
+	srv, err := arhttp.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv
+}
+
 func openStore(t *testing.T) *sqlite.Store {
 	t.Helper()
 	store, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "state.db"))
@@ -92,7 +102,14 @@ func TestStatus(t *testing.T) {
 		{
 			name: "no cycle yet",
 			want: `{"pipeline": "crypton", "current_state": "Idle", "current_cycle_id": "", "last_completed_step": "",
-				"next_scheduled_time": "2026-03-14T09:26:53Z", "last_cycle": null}`,
+				"next_scheduled_time": "2026-03-14T09:26:53Z", "last_cycle": null, "paused": false}`,
+		},
+		{
+			name:    "paused by an operator",
+			changes: []*agentrunner.Change{{Control: &agentrunner.Control{Paused: true, PausedBy: "alice", PausedAt: ended}}},
+			want: `{"pipeline": "crypton", "current_state": "Idle", "current_cycle_id": "", "last_completed_step": "",
+				"next_scheduled_time": "2026-03-14T09:26:53Z", "last_cycle": null,
+				"paused": true, "paused_by": "alice", "paused_at": "2026-03-14T08:26:53Z"}`,
 		},
 		{
 			name: "a cycle running",
@@ -101,7 +118,7 @@ func TestStatus(t *testing.T) {
 			},
 			want: `{"pipeline": "crypton", "current_state": "research", "current_cycle_id": "20260314_072653",
 				"last_completed_step": "plan", "next_scheduled_time": "2026-03-14T13:26:53Z",
-				"last_cycle": {"id": "20260314_072653", "status": "running", "started_at": "2026-03-14T07:26:53Z", "ended_at": null}}`,
+				"last_cycle": {"id": "20260314_072653", "status": "running", "started_at": "2026-03-14T07:26:53Z", "ended_at": null}, "paused": false}`,
 		},
 		{
 			name: "the cycle completed",
@@ -115,7 +132,7 @@ func TestStatus(t *testing.T) {
 			want: `{"pipeline": "crypton", "current_state": "WaitingForNextCycle", "current_cycle_id": "20260314_072653",
 				"last_completed_step": "evaluate", "next_scheduled_time": "2026-03-14T13:26:53Z",
 				"last_cycle": {"id": "20260314_072653", "status": "completed", "started_at": "2026-03-14T07:26:53Z",
-					"ended_at": "2026-03-14T08:26:53Z"}}`,
+					"ended_at": "2026-03-14T08:26:53Z"}, "paused": false}`,
 		},
 		{
 			name: "the cycle failed",
@@ -130,7 +147,7 @@ func TestStatus(t *testing.T) {
 			want: `{"pipeline": "crypton", "current_state": "WaitingForNextCycle", "current_cycle_id": "20260314_072653",
 				"last_completed_step": "synthesize", "next_scheduled_time": "2026-03-14T13:26:53Z",
 				"last_cycle": {"id": "20260314_072653", "status": "failed", "started_at": "2026-03-14T07:26:53Z",
-					"ended_at": "2026-03-14T08:26:53Z", "error": "step execute failed after 4 attempt(s)"}}`,
+					"ended_at": "2026-03-14T08:26:53Z", "error": "step execute failed after 4 attempt(s)"}, "paused": false}`,
 		},
 	}
 	for _, tt := range tests {
@@ -141,7 +158,7 @@ func TestStatus(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			srv := arhttp.NewServer(store, testConfig(), clocktest.New(now), slog.New(slog.DiscardHandler))
+			srv := newServer(t, arhttp.Options{Store: store, Config: testConfig(), Clock: clocktest.New(now), Logger: slog.New(slog.DiscardHandler)})
 			code, contentType, body := get(t, srv.Handler(), "/api/status")
 			if code != http.StatusOK || contentType != "application/json" {
 				t.Errorf("GET /api/status: %d %s, want 200 application/json", code, contentType)
@@ -154,7 +171,7 @@ func TestStatus(t *testing.T) {
 }
 
 func TestHealthLive(t *testing.T) {
-	srv := arhttp.NewServer(failingStore{errors.New("the store is not needed")}, testConfig(), clocktest.New(now), slog.New(slog.DiscardHandler))
+	srv := newServer(t, arhttp.Options{Store: failingStore{errors.New("the store is not needed")}, Config: testConfig(), Clock: clocktest.New(now), Logger: slog.New(slog.DiscardHandler)})
 	code, contentType, body := get(t, srv.Handler(), "/health/live")
 	if code != http.StatusOK || contentType != "application/json" {
 		t.Errorf("GET /health/live: %d %s, want 200 application/json", code, contentType)
@@ -165,7 +182,7 @@ func TestHealthLive(t *testing.T) {
 }
 
 func TestUnknownRouteIsNotFound(t *testing.T) {
-	srv := arhttp.NewServer(openStore(t), testConfig(), clocktest.New(now), slog.New(slog.DiscardHandler))
+	srv := newServer(t, arhttp.Options{Store: openStore(t), Config: testConfig(), Clock: clocktest.New(now), Logger: slog.New(slog.DiscardHandler)})
 	for _, path := range []string{"/", "/api/statuses", "/api/status/extra", "/health"} {
 		code, contentType, body := get(t, srv.Handler(), path)
 		if code != http.StatusNotFound || contentType != "application/json" {
@@ -255,7 +272,7 @@ func TestStoreFailures(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var logs bytes.Buffer
 			log := slog.New(slog.NewTextHandler(&logs, nil))
-			srv := arhttp.NewServer(failingStore{tt.err}, testConfig(), clocktest.New(now), log)
+			srv := newServer(t, arhttp.Options{Store: failingStore{tt.err}, Config: testConfig(), Clock: clocktest.New(now), Logger: log})
 			rec := httptest.NewRecorder()
 			srv.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/status", nil))
 			if rec.Code != tt.code {
@@ -283,7 +300,7 @@ func TestServeStopsWhenTheContextEnds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := arhttp.NewServer(openStore(t), testConfig(), clocktest.New(now), slog.New(slog.DiscardHandler))
+	srv := newServer(t, arhttp.Options{Store: openStore(t), Config: testConfig(), Clock: clocktest.New(now), Logger: slog.New(slog.DiscardHandler)})
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	done := make(chan error, 1)
@@ -390,7 +407,7 @@ func TestExecutionCallback(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			store := openStore(t)
 			woken := 0
-			srv := arhttp.NewServer(store, testConfig(), clocktest.New(now), slog.New(slog.DiscardHandler)).WithCallback(secret, func() { woken++ })
+			srv := newServer(t, arhttp.Options{Store: store, Config: testConfig(), Clock: clocktest.New(now), Logger: slog.New(slog.DiscardHandler)}).WithCallback(secret, func() { woken++ })
 			req := httptest.NewRequest(http.MethodPost, "/api/execution/callback", strings.NewReader(tt.body))
 			if tt.sign != nil {
 				req.Header.Set(webhook.SignatureHeader, tt.sign([]byte(tt.body)))

@@ -8,9 +8,11 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"time"
 
 	"github.com/agentrunner/agentrunner"
 	arhttp "github.com/agentrunner/agentrunner/http"
+	"github.com/agentrunner/agentrunner/mailbox"
 	"github.com/agentrunner/agentrunner/workspace"
 	"github.com/spf13/cobra"
 )
@@ -87,8 +89,9 @@ func newServeCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the pipeline continuously, with the HTTP API",
-		Long: `serve runs cycles on schedule, resuming any unfinished cycle first, and serves
-GET /api/status and GET /health/live on server.listen. Logs are JSON lines on stderr.`,
+		Long: `serve runs cycles on schedule, resuming any unfinished cycle first, and serves the
+operator API (status, cycles, events, overrides, metrics, health) on server.listen.
+Logs are JSON lines on stderr.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), nil))
@@ -96,30 +99,54 @@ GET /api/status and GET /health/live on server.listen. Logs are JSON lines on st
 			if err != nil {
 				return err
 			}
-			listen := ws.Config.Server.Listen
-			if err := requireLoopback(listen); err != nil {
+			cfg := ws.Config
+			auth, err := arhttp.NewAuthenticator(cfg.Server.Auth, cfg.Dir, os.LookupEnv, time.Now)
+			if err != nil {
 				return usageError(err)
+			}
+			listen := cfg.Server.Listen
+			if !auth.Enabled() {
+				if err := requireLoopback(listen); err != nil {
+					return usageError(err)
+				}
+			}
+			var callbackSecret []byte
+			if name := cfg.ExecutionService.CallbackSecretEnv; name != "" {
+				if callbackSecret = []byte(os.Getenv(name)); len(callbackSecret) == 0 {
+					return usageError(fmt.Errorf("environment variable %s (execution_service.callback_secret_env) is not set", name))
+				}
 			}
 			r, err := prepare(cmd.Context(), ws, log, nil)
 			if err != nil {
 				return err
 			}
 			defer r.Close()
+			boxes, err := mailbox.New(ws.Layout.Mailboxes(), cfg.Mailbox.MaxMessages)
+			if err != nil {
+				return failureError(err)
+			}
+			srv, err := arhttp.New(arhttp.Options{
+				Store: r.store, Config: cfg, Logger: log, Auth: auth, Mailboxes: boxes,
+				Tools: r.box.Registry.Specs(), ToolStats: r.tools.Stats, Metrics: r.metrics.Handler(),
+				Wake: r.engine.Wake, Engine: r.engine,
+			})
+			if err != nil {
+				return failureError(err)
+			}
+			if callbackSecret != nil {
+				srv.WithCallback(callbackSecret, r.engine.Wake)
+			}
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
 				return failureError(fmt.Errorf("listen on %s: %w", listen, err))
 			}
-			log.Info("serving the API", "listen", ln.Addr().String())
+			if auth.Enabled() {
+				log.Info("serving the API", "listen", ln.Addr().String(), "auth", "api keys or JWT")
+			} else {
+				log.Warn("serving the API without credentials: listening on loopback only, and every caller is admin; set server.auth to expose it", "listen", ln.Addr().String())
+			}
 			ctx, cancel := context.WithCancel(cmd.Context())
 			defer cancel()
-			srv := arhttp.NewServer(r.store, r.ws.Config, agentrunner.SystemClock{}, log)
-			if name := r.ws.Config.ExecutionService.CallbackSecretEnv; name != "" {
-				secret := os.Getenv(name)
-				if secret == "" {
-					return usageError(fmt.Errorf("environment variable %s (execution_service.callback_secret_env) is not set", name))
-				}
-				srv.WithCallback([]byte(secret), r.engine.Wake)
-			}
 			r.background(ctx)
 			errc := make(chan error, 1)
 			go func() { errc <- srv.Serve(ctx, ln) }()
@@ -132,8 +159,8 @@ GET /api/status and GET /health/live on server.listen. Logs are JSON lines on st
 	return cmd
 }
 
-// requireLoopback refuses to expose the API beyond this machine until the
-// API has authentication: an open operator endpoint is not acceptable.
+// requireLoopback refuses to expose an API without credentials beyond this
+// machine: an open operator endpoint is not acceptable.
 func requireLoopback(listen string) error {
 	host, _, err := net.SplitHostPort(listen)
 	if err != nil {
@@ -142,5 +169,5 @@ func requireLoopback(listen string) error {
 	if ip := net.ParseIP(host); host == "localhost" || (ip != nil && ip.IsLoopback()) {
 		return nil
 	}
-	return fmt.Errorf("server.listen %s is not a loopback address: the API has no authentication yet, so it only listens on 127.0.0.1, ::1 or localhost", listen)
+	return fmt.Errorf("server.listen %s is not a loopback address: without server.auth (API keys or JWT) the API only listens on 127.0.0.1, ::1 or localhost", listen)
 }

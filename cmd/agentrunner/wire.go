@@ -22,6 +22,7 @@ import (
 	"github.com/agentrunner/agentrunner/runtime/process"
 	"github.com/agentrunner/agentrunner/sqlite"
 	"github.com/agentrunner/agentrunner/tool"
+	"github.com/agentrunner/agentrunner/metrics"
 	"github.com/agentrunner/agentrunner/toolbox"
 	"github.com/agentrunner/agentrunner/webhook"
 	"github.com/agentrunner/agentrunner/workspace"
@@ -176,7 +177,9 @@ type runner struct {
 	es *execsvc.Client
 	// dispatcher delivers webhooks and safe-mode orders from the outbox.
 	dispatcher *engine.Dispatcher
-	log        *slog.Logger
+	// metrics are derived from every event of this process.
+	metrics *metrics.Metrics
+	log     *slog.Logger
 }
 
 func (r *runner) Close() {
@@ -204,6 +207,20 @@ func openRunner(ctx context.Context, ws *workspace.Workspace, clock agentrunner.
 		return nil, failureError(err)
 	}
 	r := &runner{ws: ws, lock: lock, es: es, log: log}
+	r.metrics = metrics.New(metrics.Options{
+		Pipeline: cfg.Name, Logger: log,
+		Tools: func() map[string]tool.Stats { return r.tools.Stats() },
+		OutboxBacklog: func(ctx context.Context) (int, error) {
+			pending, err := r.store.Outbox(ctx, agentrunner.OutboxFilter{Due: time.Now().AddDate(100, 0, 0)})
+			return len(pending), err
+		},
+	})
+	observe := func(ev *agentrunner.Event) {
+		r.metrics.Observe(ev)
+		if onEvent != nil {
+			onEvent(ev)
+		}
+	}
 	defer func() {
 		if err != nil {
 			r.Close()
@@ -224,7 +241,11 @@ func openRunner(ctx context.Context, ws *workspace.Workspace, clock agentrunner.
 		return nil, err
 	}
 	secrets := append(toolSecrets(cfg, lookupEnv), slices.Collect(maps.Values(keys))...)
-	r.tools = tool.NewExecutor(r.box.Registry, tool.Options{Clock: clock, Record: engine.EventRecorder(r.store, log), Secrets: secrets})
+	record := engine.EventRecorder(r.store, log)
+	r.tools = tool.NewExecutor(r.box.Registry, tool.Options{Clock: clock, Secrets: secrets, Record: func(ev *agentrunner.Event) {
+		record(ev)
+		r.metrics.Observe(ev)
+	}})
 	runtimes, problems := buildRuntimes(cfg, ws, r.tools, clock, keys)
 	if len(problems) > 0 {
 		return nil, problems
@@ -234,7 +255,7 @@ func openRunner(ctx context.Context, ws *workspace.Workspace, clock agentrunner.
 		return nil, fmt.Errorf("find the agentrunner executable for process agents' MCP server: %w", err)
 	}
 	opts := engine.Options{
-		Workspace: ws, Store: r.store, Runtimes: runtimes, Clock: clock, Logger: log, OnEvent: onEvent, MCPCommand: self,
+		Workspace: ws, Store: r.store, Runtimes: runtimes, Clock: clock, Logger: log, OnEvent: observe, MCPCommand: self,
 	}
 	if es != nil {
 		opts.Exec = es
@@ -246,7 +267,7 @@ func openRunner(ctx context.Context, ws *workspace.Workspace, clock agentrunner.
 	if err != nil {
 		return nil, err
 	}
-	r.dispatcher = &engine.Dispatcher{Store: r.store, Clock: clock, Log: log, Deliver: deliver, OnEvent: onEvent}
+	r.dispatcher = &engine.Dispatcher{Store: r.store, Clock: clock, Log: log, Deliver: deliver, OnEvent: observe}
 	return r, nil
 }
 
@@ -308,15 +329,35 @@ func (r *runner) background(ctx context.Context) {
 	if r.es != nil && cfg.ExecutionService.HeartbeatInterval > 0 {
 		go engine.Heartbeats(ctx, r.es, cfg.Name, cfg.ExecutionService.HeartbeatInterval.D(), agentrunner.SystemClock{}, r.log)
 	}
+	if keep := cfg.Events.Retention.D(); keep > 0 {
+		go r.pruneEvents(ctx, keep)
+	}
 	go engine.Watchdog(ctx, r.engine, cfg.Watchdog.StallGrace.D(), watchdogInterval, func(late time.Duration) {
 		r.log.Error("the engine loop is stalled: exiting so that a supervisor restarts the runner", "late", late.String())
 		os.Exit(exitStalled)
 	})
 }
 
+// pruneEvents deletes events older than keep, now and every pruneInterval.
+func (r *runner) pruneEvents(ctx context.Context, keep time.Duration) {
+	for {
+		if n, err := r.store.PruneEvents(ctx, time.Now().Add(-keep)); err != nil && ctx.Err() == nil {
+			r.log.Error("pruning old events", "error", err)
+		} else if n > 0 {
+			r.log.Info("pruned old events", "deleted", n, "retention", keep.String())
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(pruneInterval):
+		}
+	}
+}
+
 // Intervals of the background work.
 const (
 	outboxInterval   = 5 * time.Second
+	pruneInterval    = time.Hour
 	strategyInterval = 30 * time.Second
 	watchdogInterval = 10 * time.Second
 )

@@ -1,0 +1,721 @@
+package http
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/engine"
+	"go.yaml.in/yaml/v3"
+)
+
+// Paging bounds of the list endpoints.
+const (
+	defaultLimit = 20
+	maxLimit     = 500
+)
+
+// cycleIDPattern is what a cycle id looks like (its UTC start time).
+var cycleIDPattern = regexp.MustCompile(`^[0-9]{8}_[0-9]{6}$`)
+
+// artifactNamePattern is a plain file name of a cycle directory: no path,
+// no leading dot.
+var artifactNamePattern = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
+
+func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
+	st, err := engine.ReadStatus(r.Context(), s.store, s.cfg, s.clock.Now())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+// queryInt reads an optional non-negative integer query parameter.
+func queryInt(r *http.Request, name string, def, max int64) (int64, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 || (max > 0 && n > max) {
+		if max > 0 {
+			return 0, agentrunner.Errorf(agentrunner.EINVALID, "query parameter %s: want an integer from 0 to %d, got %q", name, max, v)
+		}
+		return 0, agentrunner.Errorf(agentrunner.EINVALID, "query parameter %s: want a non-negative integer, got %q", name, v)
+	}
+	return n, nil
+}
+
+// limit reads the limit parameter: 1..maxLimit, default defaultLimit.
+func limit(r *http.Request) (int, error) {
+	n, err := queryInt(r, "limit", defaultLimit, maxLimit)
+	if err == nil && n == 0 {
+		err = agentrunner.Errorf(agentrunner.EINVALID, "query parameter limit: want an integer from 1 to %d, got 0", maxLimit)
+	}
+	return int(n), err
+}
+
+// cycleView is a cycle as the API shows it.
+type cycleView struct {
+	ID                string                  `json:"id"`
+	Pipeline          string                  `json:"pipeline"`
+	Status            agentrunner.CycleStatus `json:"status"`
+	Step              string                  `json:"step,omitempty"`
+	LastCompletedStep string                  `json:"last_completed_step"`
+	StartedAt         time.Time               `json:"started_at"`
+	EndedAt           *time.Time              `json:"ended_at"`
+	DurationMS        int64                   `json:"duration_ms"`
+	Error             string                  `json:"error,omitempty"`
+}
+
+func (s *Server) cycleView(c *agentrunner.Cycle) cycleView {
+	v := cycleView{ID: c.ID, Pipeline: c.Pipeline, Status: c.Status, Step: c.Step, LastCompletedStep: c.LastCompletedStep,
+		StartedAt: c.StartedAt, Error: c.Error}
+	end := s.clock.Now()
+	if !c.EndedAt.IsZero() {
+		ended := c.EndedAt
+		v.EndedAt, end = &ended, ended
+	}
+	v.DurationMS = end.Sub(c.StartedAt).Milliseconds()
+	return v
+}
+
+// handleCycles lists recent cycles, newest first (FR-063). before pages.
+func (s *Server) handleCycles(w http.ResponseWriter, r *http.Request) {
+	n, err := limit(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	f := agentrunner.CycleFilter{Limit: n, Before: r.URL.Query().Get("before"), Status: agentrunner.CycleStatus(r.URL.Query().Get("status"))}
+	if f.Before != "" && !cycleIDPattern.MatchString(f.Before) {
+		s.writeError(w, r, agentrunner.Errorf(agentrunner.EINVALID, "query parameter before: want a cycle id such as 20260314_060000, got %q", f.Before))
+		return
+	}
+	switch f.Status {
+	case "", agentrunner.CycleRunning, agentrunner.CycleHalted, agentrunner.CycleCompleted, agentrunner.CycleFailed, agentrunner.CycleAborted:
+	default:
+		s.writeError(w, r, agentrunner.Errorf(agentrunner.EINVALID, "query parameter status: want running, halted, completed, failed or aborted, got %q", f.Status))
+		return
+	}
+	cs, err := s.store.Cycles(r.Context(), f)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := struct {
+		Cycles     []cycleView `json:"cycles"`
+		NextBefore string      `json:"next_before,omitempty"`
+	}{Cycles: []cycleView{}}
+	for _, c := range cs {
+		out.Cycles = append(out.Cycles, s.cycleView(c))
+	}
+	if len(cs) == n {
+		out.NextBefore = cs[len(cs)-1].ID
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// cycleOf reads the cycle named in the path, or answers with the error.
+func (s *Server) cycleOf(w http.ResponseWriter, r *http.Request) *agentrunner.Cycle {
+	id := r.PathValue("id")
+	if !cycleIDPattern.MatchString(id) {
+		s.writeError(w, r, agentrunner.Errorf(agentrunner.EINVALID, "cycle id: want YYYYMMDD_HHMMSS, got %q", clip(id)))
+		return nil
+	}
+	c, err := s.store.Cycle(r.Context(), id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return nil
+	}
+	return c
+}
+
+// clip shortens a caller's value quoted in an error.
+func clip(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
+}
+
+type attemptView struct {
+	Number       int                     `json:"number"`
+	Status       agentrunner.AttemptStatus `json:"status"`
+	ErrorClass   agentrunner.ErrorClass  `json:"error_class,omitempty"`
+	Error        string                  `json:"error,omitempty"`
+	StartedAt    *time.Time              `json:"started_at,omitempty"`
+	EndedAt      *time.Time              `json:"ended_at,omitempty"`
+	NotBefore    *time.Time              `json:"not_before,omitempty"`
+	DurationMS   int64                   `json:"duration_ms"`
+	ExitCode     *int                    `json:"exit_code,omitempty"`
+	InputTokens  int                     `json:"input_tokens"`
+	OutputTokens int                     `json:"output_tokens"`
+	ToolCalls    int                     `json:"tool_calls"`
+}
+
+type stepView struct {
+	Step       string        `json:"step"`
+	Agent      string        `json:"agent,omitempty"`
+	Status     string        `json:"status"`
+	DurationMS int64         `json:"duration_ms"`
+	Attempts   []attemptView `json:"attempts"`
+}
+
+type artifactView struct {
+	Name     string    `json:"name"`
+	Size     int64     `json:"size"`
+	SHA256   string    `json:"sha256"`
+	Modified time.Time `json:"modified"`
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// handleCycle returns one cycle with its steps, attempts, artifacts and
+// events (FR-064).
+func (s *Server) handleCycle(w http.ResponseWriter, r *http.Request) {
+	c := s.cycleOf(w, r)
+	if c == nil {
+		return
+	}
+	atts, err := s.store.Attempts(r.Context(), c.ID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	evs, err := s.store.Events(r.Context(), agentrunner.EventFilter{CycleID: c.ID, Limit: 10000})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	arts, err := artifacts(c.Dir)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := struct {
+		Cycle     cycleView      `json:"cycle"`
+		Steps     []stepView     `json:"steps"`
+		Artifacts []artifactView `json:"artifacts"`
+		Events    []eventView    `json:"events"`
+	}{Cycle: s.cycleView(c), Steps: []stepView{}, Artifacts: arts, Events: []eventView{}}
+	now := s.clock.Now()
+	for _, a := range atts {
+		if len(out.Steps) == 0 || out.Steps[len(out.Steps)-1].Step != a.Step {
+			out.Steps = append(out.Steps, stepView{Step: a.Step, Agent: a.Agent, Attempts: []attemptView{}})
+		}
+		st := &out.Steps[len(out.Steps)-1]
+		av := attemptView{Number: a.Number, Status: a.Status, ErrorClass: a.ErrorClass, Error: a.Error,
+			StartedAt: timePtr(a.StartedAt), EndedAt: timePtr(a.EndedAt), NotBefore: timePtr(a.NotBefore), ExitCode: a.ExitCode,
+			InputTokens: a.Usage.InputTokens, OutputTokens: a.Usage.OutputTokens, ToolCalls: a.Usage.ToolCalls}
+		if !a.StartedAt.IsZero() {
+			end := now
+			if !a.EndedAt.IsZero() {
+				end = a.EndedAt
+			}
+			av.DurationMS = end.Sub(a.StartedAt).Milliseconds()
+		}
+		st.Attempts = append(st.Attempts, av)
+		st.Status, st.DurationMS = string(a.Status), st.DurationMS+av.DurationMS
+	}
+	for _, e := range evs {
+		out.Events = append(out.Events, viewOf(e))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// artifacts lists the files of a cycle directory with their sizes and
+// hashes. A missing directory (an archived cycle) has none.
+func artifacts(dir string) ([]artifactView, error) {
+	out := []artifactView{}
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return out, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read cycle directory: %w", err)
+	}
+	for _, e := range entries {
+		if !e.Type().IsRegular() || strings.HasPrefix(e.Name(), ".") {
+			continue // temp files of a publication in progress
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue // removed meanwhile
+		}
+		sum, err := hashFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, artifactView{Name: e.Name(), Size: info.Size(), SHA256: sum, Modified: info.ModTime().UTC()})
+	}
+	return out, nil
+}
+
+func hashFile(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("hash %s: %w", filepath.Base(path), err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// contentTypes of artifacts, by extension.
+var contentTypes = map[string]string{
+	".md":   "text/markdown; charset=utf-8",
+	".json": "application/json",
+	".txt":  "text/plain; charset=utf-8",
+}
+
+// handleArtifact serves one file of a cycle directory, confined to it.
+func (s *Server) handleArtifact(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if !artifactNamePattern.MatchString(name) || strings.Contains(name, "..") {
+		s.writeError(w, r, agentrunner.Errorf(agentrunner.EINVALID, "artifact name: want a file name of the cycle directory (letters, digits, _, -, .), got %q", clip(name)))
+		return
+	}
+	c := s.cycleOf(w, r)
+	if c == nil {
+		return
+	}
+	root, err := os.OpenRoot(c.Dir)
+	if err != nil {
+		s.writeError(w, r, agentrunner.Errorf(agentrunner.ENOTFOUND, "cycle %s has no directory", c.ID))
+		return
+	}
+	defer root.Close()
+	f, err := root.Open(name)
+	if err != nil {
+		s.writeError(w, r, agentrunner.Errorf(agentrunner.ENOTFOUND, "cycle %s has no artifact %s", c.ID, name))
+		return
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil || !info.Mode().IsRegular() {
+		s.writeError(w, r, agentrunner.Errorf(agentrunner.ENOTFOUND, "cycle %s has no artifact %s", c.ID, name))
+		return
+	}
+	ct, ok := contentTypes[filepath.Ext(name)]
+	if !ok {
+		ct = "application/octet-stream"
+	}
+	w.Header().Set("Content-Type", ct)
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	http.ServeContent(w, r, "", info.ModTime(), f)
+}
+
+// eventView is an event as the API and the log show it (FR-057).
+type eventView struct {
+	ID        int64             `json:"id"`
+	Timestamp time.Time         `json:"timestamp"`
+	Type      string            `json:"event_type"`
+	Agent     string            `json:"agent,omitempty"`
+	Step      string            `json:"step,omitempty"`
+	CycleID   string            `json:"cycle_id,omitempty"`
+	Level     agentrunner.Level `json:"level"`
+	Details   map[string]any    `json:"details,omitempty"`
+}
+
+func viewOf(e *agentrunner.Event) eventView {
+	return eventView{ID: e.ID, Timestamp: e.Timestamp, Type: e.Type, Agent: e.Agent, Step: e.Step, CycleID: e.CycleID, Level: e.Level, Details: e.Details}
+}
+
+// handleErrors lists recent warnings and errors with their context, newest
+// first (FR-065).
+func (s *Server) handleErrors(w http.ResponseWriter, r *http.Request) {
+	n, err := limit(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	before, err := queryInt(r, "before", 0, 0)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	evs, err := s.store.Events(r.Context(), agentrunner.EventFilter{MinLevel: agentrunner.LevelWarn, Newest: true, BeforeID: before, Limit: n})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := struct {
+		Errors     []eventView `json:"errors"`
+		NextBefore int64       `json:"next_before,omitempty"`
+	}{Errors: []eventView{}}
+	for _, e := range evs {
+		out.Errors = append(out.Errors, viewOf(e))
+	}
+	if len(evs) == n {
+		out.NextBefore = evs[len(evs)-1].ID
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// eventQuery reads the filters of GET /api/events: since is an event id
+// (events after it) or an RFC 3339 time (events at or after it).
+func eventQuery(r *http.Request) (agentrunner.EventFilter, error) {
+	q := r.URL.Query()
+	f := agentrunner.EventFilter{CycleID: q.Get("cycle_id"), Type: q.Get("type"), MinLevel: agentrunner.Level(q.Get("level"))}
+	if f.CycleID != "" && !cycleIDPattern.MatchString(f.CycleID) {
+		return f, agentrunner.Errorf(agentrunner.EINVALID, "query parameter cycle_id: want YYYYMMDD_HHMMSS, got %q", clip(f.CycleID))
+	}
+	switch f.MinLevel {
+	case "", agentrunner.LevelDebug, agentrunner.LevelInfo, agentrunner.LevelWarn, agentrunner.LevelError:
+	default:
+		return f, agentrunner.Errorf(agentrunner.EINVALID, "query parameter level: want debug, info, warn or error, got %q", clip(string(f.MinLevel)))
+	}
+	if since := q.Get("since"); since != "" {
+		if id, err := strconv.ParseInt(since, 10, 64); err == nil && id >= 0 {
+			f.AfterID = id
+		} else if t, err := time.Parse(time.RFC3339Nano, since); err == nil {
+			f.Since = t
+		} else {
+			return f, agentrunner.Errorf(agentrunner.EINVALID, "query parameter since: want an event id or an RFC 3339 time, got %q", clip(since))
+		}
+	}
+	return f, nil
+}
+
+// handleEvents lists events, oldest first; next_since continues the list.
+func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
+	f, err := eventQuery(r)
+	if err == nil {
+		f.Limit, err = limit(r)
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	evs, err := s.store.Events(r.Context(), f)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := struct {
+		Events    []eventView `json:"events"`
+		NextSince int64       `json:"next_since"`
+	}{Events: []eventView{}, NextSince: f.AfterID}
+	for _, e := range evs {
+		out.Events = append(out.Events, viewOf(e))
+		out.NextSince = e.ID
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// toolView is a tool as GET /api/tools shows it (FR-104, FR-143).
+type toolView struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+	Agents      []string        `json:"agents"`
+	Usage       toolUsage       `json:"usage"`
+	// Breaker is the circuit breaker's state in this process, when known.
+	Breaker string `json:"breaker_state,omitempty"`
+}
+
+type toolUsage struct {
+	Calls         int        `json:"calls"`
+	Errors        int        `json:"errors"`
+	AvgDurationMS int64      `json:"avg_duration_ms"`
+	LastCall      *time.Time `json:"last_call,omitempty"`
+}
+
+// handleTools lists the registered tools, the agents that may call them,
+// and their recorded usage over the retained events.
+func (s *Server) handleTools(w http.ResponseWriter, r *http.Request) {
+	usage, err := s.store.ToolUsage(r.Context(), time.Time{})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	byName := map[string]*toolView{}
+	for _, spec := range s.opts.Tools {
+		byName[spec.Name] = &toolView{Name: spec.Name, Description: spec.Description, Parameters: spec.Parameters, Agents: []string{}}
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.cfg.Agents)) {
+		for _, t := range s.cfg.Agents[name].Tools {
+			if byName[t] == nil {
+				byName[t] = &toolView{Name: t, Agents: []string{}}
+			}
+			byName[t].Agents = append(byName[t].Agents, name)
+		}
+	}
+	for _, u := range usage {
+		v := byName[u.Tool]
+		if v == nil {
+			v = &toolView{Name: u.Tool, Agents: []string{}}
+			byName[u.Tool] = v
+		}
+		v.Usage = toolUsage{Calls: u.Calls, Errors: u.Errors, LastCall: timePtr(u.LastCall)}
+		if u.Calls > 0 {
+			v.Usage.AvgDurationMS = u.Duration.Milliseconds() / int64(u.Calls)
+		}
+	}
+	if s.opts.ToolStats != nil {
+		for name, st := range s.opts.ToolStats() {
+			if v := byName[name]; v != nil {
+				v.Breaker = st.BreakerState
+			}
+		}
+	}
+	out := struct {
+		Tools []*toolView `json:"tools"`
+	}{Tools: []*toolView{}}
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
+		out.Tools = append(out.Tools, byName[name])
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// agentOf reads the agent named in the path, or answers with the error.
+func (s *Server) agentOf(w http.ResponseWriter, r *http.Request) string {
+	agent := r.PathValue("agent")
+	if s.cfg.Agents[agent] == nil {
+		s.writeError(w, r, agentrunner.Errorf(agentrunner.ENOTFOUND, "no agent %q (agents: %s)", clip(agent), strings.Join(slices.Sorted(maps.Keys(s.cfg.Agents)), ", ")))
+		return ""
+	}
+	return agent
+}
+
+// handleMailbox shows an agent's mailbox (FR-034/035).
+func (s *Server) handleMailbox(w http.ResponseWriter, r *http.Request) {
+	agent := s.agentOf(w, r)
+	if agent == "" {
+		return
+	}
+	if s.opts.Mailboxes == nil {
+		s.writeError(w, r, agentrunner.Errorf(agentrunner.EUNAVAILABLE, "mailboxes are not served by this server"))
+		return
+	}
+	msgs, err := s.opts.Mailboxes.Read(agent, 0)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"agent": agent, "max_messages": s.opts.Mailboxes.Max(), "messages": orEmpty(msgs)})
+}
+
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// handlePostMailbox puts an operator's message into an agent's mailbox: an
+// inject command the engine applies.
+func (s *Server) handlePostMailbox(w http.ResponseWriter, r *http.Request) {
+	agent := s.agentOf(w, r)
+	if agent == "" {
+		return
+	}
+	var body struct {
+		Message string `json:"message"`
+	}
+	if !s.decode(w, r, &body, false) {
+		return
+	}
+	args, err := injectArgs(agent, body.Message)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.command(w, r, agentrunner.CommandInject, args)
+}
+
+// maxInjectBytes bounds an injected message: mailboxes go into prompts.
+const maxInjectBytes = 16 << 10
+
+func injectArgs(agent, message string) (map[string]any, error) {
+	switch {
+	case strings.TrimSpace(message) == "":
+		return nil, agentrunner.Errorf(agentrunner.EINVALID, "message is required")
+	case len(message) > maxInjectBytes:
+		return nil, agentrunner.Errorf(agentrunner.EINVALID, "message is %d bytes; at most %d", len(message), maxInjectBytes)
+	}
+	return map[string]any{"agent": agent, "message": message}, nil
+}
+
+// decode reads a JSON body strictly: at most server.max_body_bytes, no
+// unknown fields, one value. An empty body is allowed when optional.
+func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any, optional bool) bool {
+	r.Body = http.MaxBytesReader(w, r.Body, s.cfg.Server.MaxBodyBytes)
+	data, err := io.ReadAll(r.Body)
+	if err != nil {
+		s.writeError(w, r, agentrunner.Errorf(agentrunner.EINVALID, "the body is longer than %d bytes (server.max_body_bytes)", s.cfg.Server.MaxBodyBytes))
+		return false
+	}
+	if optional && len(strings.TrimSpace(string(data))) == 0 {
+		return true
+	}
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		s.writeError(w, r, agentrunner.Errorf(agentrunner.EINVALID, "the body is not valid JSON for this request: %v", err))
+		return false
+	}
+	if dec.More() {
+		s.writeError(w, r, agentrunner.Errorf(agentrunner.EINVALID, "the body holds more than one JSON value"))
+		return false
+	}
+	return true
+}
+
+// maxReasonBytes bounds an override's reason, kept in the audit log.
+const maxReasonBytes = 1024
+
+// handleOverride writes an operator's override as a durable command the
+// engine consumes exactly once (FR-162..167).
+func (s *Server) handleOverride(w http.ResponseWriter, r *http.Request) {
+	kind := r.PathValue("kind")
+	if !engine.IsOverride(kind) {
+		s.writeError(w, r, agentrunner.Errorf(agentrunner.ENOTFOUND, "no override %q (pause, resume, abort, inject, force-cycle)", clip(kind)))
+		return
+	}
+	var body struct {
+		Reason  string `json:"reason"`
+		Agent   string `json:"agent"`
+		Message string `json:"message"`
+	}
+	if !s.decode(w, r, &body, kind != agentrunner.CommandInject) {
+		return
+	}
+	if len(body.Reason) > maxReasonBytes {
+		s.writeError(w, r, agentrunner.Errorf(agentrunner.EINVALID, "reason is %d bytes; at most %d", len(body.Reason), maxReasonBytes))
+		return
+	}
+	args := map[string]any{}
+	if kind == agentrunner.CommandInject {
+		if s.cfg.Agents[body.Agent] == nil {
+			s.writeError(w, r, agentrunner.Errorf(agentrunner.EINVALID, "agent: no agent %q (agents: %s)", clip(body.Agent), strings.Join(slices.Sorted(maps.Keys(s.cfg.Agents)), ", ")))
+			return
+		}
+		var err error
+		if args, err = injectArgs(body.Agent, body.Message); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	} else if body.Agent != "" || body.Message != "" {
+		s.writeError(w, r, agentrunner.Errorf(agentrunner.EINVALID, "agent and message are for inject only"))
+		return
+	}
+	if body.Reason != "" {
+		args["reason"] = body.Reason
+	}
+	s.command(w, r, kind, args)
+}
+
+// commandView is a command as the API shows it.
+type commandView struct {
+	ID         int64          `json:"id"`
+	Kind       string         `json:"kind"`
+	Operator   string         `json:"operator"`
+	Args       map[string]any `json:"args,omitempty"`
+	CreatedAt  time.Time      `json:"created_at"`
+	ConsumedAt *time.Time     `json:"consumed_at"`
+	Result     string         `json:"result,omitempty"`
+}
+
+func commandOf(c *agentrunner.Command) commandView {
+	return commandView{ID: c.ID, Kind: c.Kind, Operator: c.Operator, Args: c.Args, CreatedAt: c.CreatedAt, ConsumedAt: timePtr(c.ConsumedAt), Result: c.Result}
+}
+
+// command stores a command for the engine, attributed to the caller, logs
+// it and wakes the engine.
+func (s *Server) command(w http.ResponseWriter, r *http.Request, kind string, args map[string]any) {
+	p, _ := PrincipalFrom(r.Context())
+	cmd := &agentrunner.Command{Kind: kind, Operator: p.Name, CreatedAt: s.clock.Now()}
+	if len(args) > 0 {
+		cmd.Args = args
+	}
+	if err := s.store.AddCommand(r.Context(), cmd); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	logged := []any{"command", cmd.ID, "kind", kind, "operator", p.Name, "role", p.Role, "via", p.Via, "remote", r.RemoteAddr}
+	if reason, ok := args["reason"]; ok {
+		logged = append(logged, "reason", reason)
+	}
+	if agent, ok := args["agent"]; ok {
+		logged = append(logged, "agent", agent, "message_bytes", len(args["message"].(string)))
+	}
+	s.log.Info("operator override", logged...)
+	if s.opts.Wake != nil {
+		s.opts.Wake()
+	}
+	writeJSON(w, http.StatusAccepted, map[string]any{"command": commandOf(cmd)})
+}
+
+// handleAudit lists the commands, newest first, with who gave them, when,
+// with what, and what the engine did (FR-167).
+func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request) {
+	n, err := limit(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	before, err := queryInt(r, "before", 0, 0)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	cmds, err := s.store.Commands(r.Context(), agentrunner.CommandFilter{BeforeID: before, Limit: n})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := struct {
+		Commands   []commandView `json:"commands"`
+		NextBefore int64         `json:"next_before,omitempty"`
+	}{Commands: []commandView{}}
+	for _, c := range cmds {
+		out.Commands = append(out.Commands, commandOf(c))
+	}
+	if len(cmds) == n {
+		out.NextBefore = cmds[len(cmds)-1].ID
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// handleConfig shows the effective configuration (defaults and
+// environment overrides applied). It holds no secrets: only the names of
+// the variables that hold them.
+func (s *Server) handleConfig(w http.ResponseWriter, r *http.Request) {
+	// Through YAML, so keys and durations read as in agentrunner.yaml.
+	data, err := yaml.Marshal(s.cfg)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var v map[string]any
+	if err := yaml.Unmarshal(data, &v); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
