@@ -53,6 +53,8 @@ type Server struct {
 	stopOnce sync.Once
 	// streams counts the open event streams.
 	streams atomic.Int64
+	// callback is set when the Execution Service's callback is served.
+	callback bool
 }
 
 // Options wire a server. Store and Config are required.
@@ -114,6 +116,22 @@ func New(opts Options) (*Server, error) {
 	return s, nil
 }
 
+// Routes lists the patterns ("GET /api/status") of every endpoint this
+// server answers, for documentation and its tests.
+func (s *Server) Routes() []string {
+	var out []string
+	for _, rt := range s.routes() {
+		out = append(out, rt.pattern)
+	}
+	if s.callback {
+		out = append(out, callbackRoute)
+	}
+	return out
+}
+
+// callbackRoute is the Execution Service's status callback (WithCallback).
+const callbackRoute = "POST /api/execution/callback"
+
 // route is one endpoint: who may call it and what answers.
 type route struct {
 	pattern string
@@ -164,7 +182,8 @@ const callbackTolerance = 5 * time.Minute
 // (docs/execution-service.md), become commands the engine consumes; wake
 // tells the engine one arrived.
 func (s *Server) WithCallback(secret []byte, wake func()) *Server {
-	s.mux.HandleFunc("POST /api/execution/callback", func(w http.ResponseWriter, r *http.Request) {
+	s.callback = true
+	s.mux.HandleFunc(callbackRoute, func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(io.LimitReader(r.Body, maxCallbackBytes+1))
 		if err != nil || len(body) > maxCallbackBytes {
 			s.writeError(w, r, agentrunner.Errorf(agentrunner.EINVALID, "the body is unreadable or longer than %d bytes", maxCallbackBytes))
