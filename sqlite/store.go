@@ -456,7 +456,7 @@ func (s *Store) ToolUsage(ctx context.Context, since time.Time) ([]*agentrunner.
 		SELECT json_extract(details, '$.tool') AS tool, COUNT(*),
 			SUM(CASE WHEN json_extract(details, '$.is_error') THEN 1 ELSE 0 END),
 			SUM(COALESCE(json_extract(details, '$.duration_ms'), 0)), MAX(timestamp)
-		FROM events WHERE event_type = 'tool.call' AND timestamp >= ? AND tool IS NOT NULL
+		FROM events WHERE event_type = 'tool.call' AND timestamp >= COALESCE(?, '') AND tool IS NOT NULL
 		GROUP BY tool ORDER BY tool`, encodeTime(since))
 	if err != nil {
 		return nil, err

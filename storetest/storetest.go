@@ -537,4 +537,8 @@ func testToolUsage(t *testing.T, s agentrunner.Store) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("tool usage (-want +got):\n%s", diff)
 	}
+	all, err := s.ToolUsage(ctx, time.Time{})
+	if err != nil || len(all) != 2 || all[1].Calls != 3 {
+		t.Errorf("tool usage of all time: %+v, %v", all, err)
+	}
 }
