@@ -243,6 +243,11 @@ func (m *Mailboxes) Read(agent string, n int) ([]Message, error) {
 	return msgs, nil
 }
 
+// ReadFile returns the messages of the mailbox file at path, oldest
+// first, for readers without a Mailboxes (a running agent's runtime). A
+// missing file is an empty mailbox.
+func ReadFile(path string) ([]Message, error) { return readFile(path) }
+
 // readFile parses a mailbox file; a missing file is an empty mailbox.
 func readFile(path string) ([]Message, error) {
 	data, err := os.ReadFile(path)

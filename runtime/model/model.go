@@ -20,9 +20,11 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/agentrunner/agentrunner"
 	"github.com/agentrunner/agentrunner/llm"
+	"github.com/agentrunner/agentrunner/mailbox"
 	"github.com/agentrunner/agentrunner/tool"
 	"github.com/agentrunner/agentrunner/tool/fstool"
 	"github.com/agentrunner/agentrunner/workspace"
@@ -105,6 +107,9 @@ type conversation struct {
 	msgs   []llm.Message
 	usage  llm.Usage
 	result *agentrunner.RunResult
+	// shown holds the ids of the operator's messages the model has seen:
+	// those in its mailbox when it started, and those given since.
+	shown map[string]bool
 }
 
 func (c *conversation) run(ctx context.Context) error {
@@ -114,9 +119,15 @@ func (c *conversation) run(ctx context.Context) error {
 		"Produce %s now. Read what you need with your tools, then answer with the complete content of %s and nothing else: your final answer becomes the file.",
 		a.Output.File, a.Output.File)}}
 	repairs := 0
+	c.shown = map[string]bool{}
+	c.injected()
 	for turn := 1; ; turn++ {
 		if turn > a.MaxTurns {
 			return agentrunner.Fail(agentrunner.ClassInvalidOutput, "the model gave no final answer within max_turns (%d)", a.MaxTurns)
+		}
+		if notes := c.injected(); notes != "" && turn > 1 {
+			last := &c.msgs[len(c.msgs)-1] // a user message: tool results or a repair request
+			last.Text = strings.TrimSpace(last.Text + "\n\n" + notes)
 		}
 		req := &llm.Request{
 			Model: a.Model, System: c.inv.Prompt, Messages: c.msgs, Tools: c.specs,
@@ -153,6 +164,25 @@ func (c *conversation) run(ctx context.Context) error {
 			"Your answer breaks the contract of %s:\n- %s\nAnswer again with the complete, corrected content of %s and nothing else.",
 			a.Output.File, strings.Join(problems, "\n- "), a.Output.File)})
 	}
+}
+
+// injected returns the operator's messages put into the agent's mailbox
+// since it last looked (FR-165: an injection reaches a running model agent
+// at its next turn), and marks them shown.
+func (c *conversation) injected() string {
+	msgs, err := mailbox.ReadFile(c.inv.MailboxPath)
+	if err != nil {
+		return "" // the engine reports a corrupt mailbox when it writes it
+	}
+	var b strings.Builder
+	for _, m := range msgs {
+		if m.Kind != mailbox.Inject || c.shown[m.ID] {
+			continue
+		}
+		c.shown[m.ID] = true
+		fmt.Fprintf(&b, "A message from the operator (%s, %s) arrived while you work:\n%s\n\n", m.From, m.Time.Format(time.RFC3339), m.Body)
+	}
+	return strings.TrimSpace(b.String())
 }
 
 // schema returns the artifact's JSON Schema, for structured output.

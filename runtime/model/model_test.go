@@ -15,6 +15,7 @@ import (
 	"github.com/agentrunner/agentrunner/config"
 	"github.com/agentrunner/agentrunner/examples/crypton"
 	"github.com/agentrunner/agentrunner/llm"
+	"github.com/agentrunner/agentrunner/mailbox"
 	"github.com/agentrunner/agentrunner/runtime/mock"
 	"github.com/agentrunner/agentrunner/tool"
 	"github.com/agentrunner/agentrunner/workspace"
@@ -251,5 +252,51 @@ func TestUnknownAllowedToolIsAConfigError(t *testing.T) {
 	_, err := New(&scripted{}, e.ws, e.exec).Run(context.Background(), e.inv)
 	if agentrunner.ClassOf(err) != agentrunner.ClassConfig || !strings.Contains(err.Error(), "missing_tool") {
 		t.Errorf("err = %v, want a config error naming the tool", err)
+	}
+}
+
+// TestInjectedMessageReachesTheNextTurn: an operator's message put into the
+// mailbox while the model works is given to it at its next turn, once;
+// messages that were there before it started are not repeated.
+func TestInjectedMessageReachesTheNextTurn(t *testing.T) {
+	e := setup(t, nil)
+	dir, file := filepath.Split(e.inv.MailboxPath)
+	boxes, err := mailbox.New(dir, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent := strings.TrimPrefix(file, "mailbox.")
+	deposit := func(id, body string) {
+		t.Helper()
+		if _, err := boxes.Deposit(agent, mailbox.Message{ID: id, Time: time.Date(2026, 11, 22, 14, 5, 0, 0, time.UTC), From: "operator:alice", Kind: mailbox.Inject, Body: body}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deposit("inject-1", "an old note")
+	sleep := calls(llm.ToolCall{ID: "c1", Name: "sleepy", Arguments: json.RawMessage(`{"ms":1}`)})
+	m := &scripted{replies: []func(*llm.Request) (*llm.Response, error){
+		func(req *llm.Request) (*llm.Response, error) {
+			deposit("inject-2", "Stop researching memecoins.")
+			return sleep(req)
+		},
+		sleep,
+		answer(e.valid),
+	}}
+	if _, err := New(m, e.ws, e.exec).Run(context.Background(), e.inv); err != nil {
+		t.Fatal(err)
+	}
+	second := m.requests[1].Messages[2]
+	if len(second.ToolResults) != 1 || !strings.Contains(second.Text, "A message from the operator (operator:alice, 2026-11-22T14:05:00Z) arrived while you work:\nStop researching memecoins.") {
+		t.Fatalf("the second turn's user message: %+v", second)
+	}
+	for i, r := range m.requests {
+		for _, msg := range r.Messages {
+			if strings.Contains(msg.Text, "an old note") {
+				t.Errorf("request %d repeats a message the agent could read in its mailbox", i)
+			}
+		}
+	}
+	if third := m.requests[2].Messages[4]; strings.Contains(third.Text, "memecoins") {
+		t.Error("the operator's message was given twice")
 	}
 }
