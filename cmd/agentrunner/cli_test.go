@@ -220,6 +220,17 @@ func TestValidateAcceptsTheExample(t *testing.T) {
 	}
 }
 
+// TestValidateSaysEachProblemOnce: a broken graph, found by both the
+// configuration's validation and the workspace loader, is one problem.
+func TestValidateSaysEachProblemOnce(t *testing.T) {
+	dir := cliExample(t)
+	t.Setenv("AGENTRUNNER_PIPELINE_STEPS_SYNTHESIZE_NEXT", "evaluate")
+	code, _, stderr := cliRun(t, "validate", "-c", cliConfigPath(dir))
+	if code != exitFailure || strings.Count(stderr, `steps not reachable from start "plan": [execute]`) != 1 || !strings.Contains(stderr, "has 1 problem(s)") {
+		t.Errorf("exit %d, want 1 and the problem once:\n%s", code, stderr)
+	}
+}
+
 // cliProblem is one problem line of the CLI's report, as parsed back.
 type cliProblem struct {
 	File string

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -65,7 +66,14 @@ template and JSON Schema, and reports every problem it finds. Exit status 1 if a
 				box.Close()
 			}
 			if len(problems) > 0 {
-				return failureError(problems)
+				// The loader checks a broken graph again; say each thing once.
+				var once config.Problems
+				for _, p := range problems {
+					if !slices.Contains(once, p) {
+						once = append(once, p)
+					}
+				}
+				return failureError(once)
 			}
 			steps := ws.Machine.Steps()
 			fmt.Fprintf(cmd.OutOrStdout(), "%s is valid: %d agents, pipeline %s → end\n", path, len(ws.Agents), strings.Join(steps, " → "))
