@@ -364,6 +364,37 @@ func TestServeAnswersTheAPIAndStopsCleanly(t *testing.T) {
 	if want := st.LastCycle.StartedAt.Add(24 * time.Hour); !st.NextScheduledTime.Equal(want) {
 		t.Errorf("next_scheduled_time %v, want %v (24h after the cycle started)", st.NextScheduledTime, want)
 	}
+	first := st.LastCycle.ID
+
+	// Metrics and readiness come from the running process.
+	status, body, err := cliGet(ctx, base+"/metrics")
+	if err != nil || status != http.StatusOK || !strings.Contains(string(body), `agentrunner_cycles_total{outcome="completed",pipeline="crypton"} 1`) ||
+		!strings.Contains(string(body), `agentrunner_step_outcomes_total{agent="plan",error_class="",outcome="succeeded",pipeline="crypton",step="plan"} 1`) {
+		t.Errorf("GET /metrics: %d %v\n%s", status, err, body)
+	}
+	if status, body, err := cliGet(ctx, base+"/health/ready"); err != nil || status != http.StatusOK {
+		t.Errorf("GET /health/ready: %d %v %s", status, err, body)
+	}
+	// An operator forces a cycle: the engine, waiting 24h, starts one now.
+	resp, err := http.Post(base+"/api/override/force-cycle", "application/json", strings.NewReader(`{"reason": "new data"}`))
+	if err != nil || resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("POST /api/override/force-cycle: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the forced cycle did not complete; status %+v", st)
+		}
+		_, body, _ := cliGet(ctx, base+"/api/status")
+		json.Unmarshal(body, &st)
+		if st.LastCycle != nil && st.LastCycle.ID != first && st.LastCycle.Status == agentrunner.CycleCompleted {
+			break
+		}
+	}
+	// Events are JSON log lines too.
+	if !strings.Contains(stderr.String(), `"event_type":"cycle.completed"`) {
+		t.Errorf("no cycle.completed log line in:\n%s", stderr.String())
+	}
 
 	cancel()
 	select {
