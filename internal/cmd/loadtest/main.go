@@ -10,8 +10,8 @@
 // from wrk when -wrk is set (and installed), else from a built-in Go
 // client with -c connections.
 //
-//	go build -o /tmp/agentrunner ./cmd/agentrunner
-//	go run ./internal/cmd/loadtest -bin /tmp/agentrunner -d 10s -c 64 -wrk
+//	go build -o bin/agentrunner ./cmd/agentrunner
+//	go run ./internal/cmd/loadtest -bin bin/agentrunner -d 10s -c 64 -wrk
 package main
 
 import (
