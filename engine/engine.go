@@ -73,6 +73,13 @@ type Engine struct {
 	// stepCancel cancels the running step (an abort); guarded by stepMu.
 	stepMu     sync.Mutex
 	stepCancel context.CancelCauseFunc
+	// commandsDirty says commands may be pending: set at start, by Wake and
+	// by watchCommands, cleared by the checkpoint that reads them.
+	commandsDirty atomic.Bool
+	// control is the loop's control state, read once and then kept here;
+	// forceCmd is the pending force-cycle command. The loop's goroutine only.
+	control  *agentrunner.Control
+	forceCmd *agentrunner.Command
 	// busyUntil is when the current operation must be over (unix nanos);
 	// the watchdog exits the process when it is long past.
 	busyUntil atomic.Int64
@@ -120,6 +127,7 @@ func New(opts Options) (*Engine, error) {
 func (e *Engine) RunOnce(ctx context.Context) (*agentrunner.Cycle, error) {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
+	e.commandsDirty.Store(true)
 	go e.watchCommands(ctx)
 	c, att, err := e.resume(ctx)
 	if err != nil {
@@ -144,6 +152,7 @@ func (e *Engine) RunOnce(ctx context.Context) (*agentrunner.Cycle, error) {
 func (e *Engine) Run(ctx context.Context) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
+	e.commandsDirty.Store(true)
 	go e.watchCommands(ctx)
 	for {
 		c, att, err := e.resume(ctx)
@@ -245,6 +254,7 @@ func (e *Engine) sleep(ctx context.Context, d time.Duration) error {
 // override, an Execution Service callback) instead of at its next poll:
 // the API calls it after writing a command.
 func (e *Engine) Wake() {
+	e.commandsDirty.Store(true)
 	select {
 	case e.poke <- struct{}{}:
 	default:
@@ -316,6 +326,7 @@ func (e *Engine) startCycle(ctx context.Context, force *agentrunner.Command) (*a
 	ch := &agentrunner.Change{From: from, Cycle: c, Attempts: []*agentrunner.Attempt{first}}
 	details := map[string]any{"dir": c.Dir}
 	if force != nil {
+		e.forceCmd = nil
 		ch.Consumed = []*agentrunner.Command{e.consume(force, "started cycle "+id)}
 		details["forced_by"], details["command"] = force.Operator, force.ID
 	}

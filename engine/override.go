@@ -45,36 +45,45 @@ type overrides struct {
 // cycle gives it an attempt). A force-cycle stays pending until a cycle
 // starts for it.
 func (e *Engine) checkpoint(ctx context.Context, c *agentrunner.Cycle, att *agentrunner.Attempt) (*agentrunner.Cycle, *agentrunner.Attempt, overrides, error) {
-	var o overrides
+	if e.control == nil {
+		ctl, err := e.store.Control(ctx)
+		if err != nil {
+			return c, att, overrides{}, err
+		}
+		e.control = ctl // the engine is its only writer: kept in memory from here on
+	}
+	// The store is read only when a command may have arrived: most steps
+	// pass a checkpoint without a query.
+	if !e.commandsDirty.Swap(false) {
+		return c, att, overrides{paused: e.control.Paused, force: e.forceCmd}, nil
+	}
 	cmds, err := e.store.PendingCommands(ctx)
 	if err != nil {
-		return c, att, o, err
+		e.commandsDirty.Store(true)
+		return c, att, overrides{}, err
 	}
-	ctl, err := e.store.Control(ctx)
-	if err != nil {
-		return c, att, o, err
-	}
+	e.forceCmd = nil
 	for _, cmd := range cmds {
 		switch cmd.Kind {
 		case agentrunner.CommandPause:
-			c, att, err = e.pause(ctx, c, att, ctl, cmd)
+			c, att, err = e.pause(ctx, c, att, e.control, cmd)
 		case agentrunner.CommandResume:
-			c, att, err = e.resumeLoop(ctx, c, att, ctl, cmd)
+			c, att, err = e.resumeLoop(ctx, c, att, e.control, cmd)
 		case agentrunner.CommandAbort:
 			c, att, err = e.abort(ctx, c, att, cmd)
 		case agentrunner.CommandInject:
 			err = e.inject(ctx, c, cmd)
 		case agentrunner.CommandForceCycle:
-			if o.force == nil {
-				o.force = cmd
+			if e.forceCmd == nil {
+				e.forceCmd = cmd
 			}
 		}
 		if err != nil {
-			return c, att, o, err
+			e.commandsDirty.Store(true) // look again: the rest is still pending
+			return c, att, overrides{}, err
 		}
 	}
-	o.paused = ctl.Paused
-	return c, att, o, nil
+	return c, att, overrides{paused: e.control.Paused, force: e.forceCmd}, nil
 }
 
 // consume returns cmd marked consumed now with its result.
@@ -260,6 +269,7 @@ func (e *Engine) watchCommands(ctx context.Context) {
 		for _, cmd := range cmds {
 			if cmd.ID > seen {
 				seen = cmd.ID
+				e.commandsDirty.Store(true)
 				e.wakeLoop()
 			}
 			if cmd.Kind == agentrunner.CommandAbort {
