@@ -391,6 +391,9 @@ func TestServeAnswersTheAPIAndStopsCleanly(t *testing.T) {
 			break
 		}
 	}
+	if !strings.Contains(stderr.String(), "serving the API without credentials: listening on loopback only") {
+		t.Errorf("serve did not say it runs without credentials:\n%s", stderr.String())
+	}
 	// Events are JSON log lines too.
 	if !strings.Contains(stderr.String(), `"event_type":"cycle.completed"`) {
 		t.Errorf("no cycle.completed log line in:\n%s", stderr.String())
