@@ -64,10 +64,10 @@ func queryInt(r *http.Request, name string, def, max int64) (int64, error) {
 // limit reads the limit parameter: 1..maxLimit, default defaultLimit.
 func limit(r *http.Request) (int, error) {
 	n, err := queryInt(r, "limit", defaultLimit, maxLimit)
-	if err == nil && n == 0 {
-		err = agentrunner.Errorf(agentrunner.EINVALID, "query parameter limit: want an integer from 1 to %d, got 0", maxLimit)
+	if err != nil || n == 0 {
+		return 0, agentrunner.Errorf(agentrunner.EINVALID, "query parameter limit: want an integer from 1 to %d, got %q", maxLimit, r.URL.Query().Get("limit"))
 	}
-	return int(n), err
+	return int(n), nil
 }
 
 // cycleView is a cycle as the API shows it.
@@ -155,18 +155,18 @@ func clip(s string) string {
 }
 
 type attemptView struct {
-	Number       int                     `json:"number"`
+	Number       int                       `json:"number"`
 	Status       agentrunner.AttemptStatus `json:"status"`
-	ErrorClass   agentrunner.ErrorClass  `json:"error_class,omitempty"`
-	Error        string                  `json:"error,omitempty"`
-	StartedAt    *time.Time              `json:"started_at,omitempty"`
-	EndedAt      *time.Time              `json:"ended_at,omitempty"`
-	NotBefore    *time.Time              `json:"not_before,omitempty"`
-	DurationMS   int64                   `json:"duration_ms"`
-	ExitCode     *int                    `json:"exit_code,omitempty"`
-	InputTokens  int                     `json:"input_tokens"`
-	OutputTokens int                     `json:"output_tokens"`
-	ToolCalls    int                     `json:"tool_calls"`
+	ErrorClass   agentrunner.ErrorClass    `json:"error_class,omitempty"`
+	Error        string                    `json:"error,omitempty"`
+	StartedAt    *time.Time                `json:"started_at,omitempty"`
+	EndedAt      *time.Time                `json:"ended_at,omitempty"`
+	NotBefore    *time.Time                `json:"not_before,omitempty"`
+	DurationMS   int64                     `json:"duration_ms"`
+	ExitCode     *int                      `json:"exit_code,omitempty"`
+	InputTokens  int                       `json:"input_tokens"`
+	OutputTokens int                       `json:"output_tokens"`
+	ToolCalls    int                       `json:"tool_calls"`
 }
 
 type stepView struct {

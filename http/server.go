@@ -204,6 +204,10 @@ func (s *Server) WithCallback(secret []byte, wake func()) *Server {
 			s.writeError(w, r, agentrunner.Errorf(agentrunner.EINVALID, "the body is not a status callback: %v", err))
 			return
 		}
+		if dec.More() {
+			s.writeError(w, r, agentrunner.Errorf(agentrunner.EINVALID, "the body holds more than one JSON value"))
+			return
+		}
 		if cb.StrategyID == "" || !execsvc.Status(cb.Status).Valid() {
 			s.writeError(w, r, agentrunner.Errorf(agentrunner.EINVALID, "strategy_id is required and status must be acknowledged, executing, completed or error"))
 			return
@@ -244,11 +248,16 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	// Encoded before the status is sent, so a value that cannot be encoded
+	// is a 500, not a 200 with a cut-off body.
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		status = http.StatusInternalServerError
+		data = []byte(`{"error": {"code": "internal", "message": "internal error"}}`)
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.Encode(v)
+	w.Write(append(data, '\n'))
 }
 
 // writeError answers with the error's code and message. Internal errors are

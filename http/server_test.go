@@ -396,6 +396,13 @@ func TestExecutionCallback(t *testing.T) {
 			want: `{"error": {"code": "invalid", "message": "the body is not a status callback: json: unknown field \"filled\""}}`,
 		},
 		{
+			name: "trailing data after the report",
+			body: good + ` {"status": "completed"}`,
+			sign: func(b []byte) string { return webhook.Sign(secret, b, now) },
+			code: http.StatusBadRequest,
+			want: `{"error": {"code": "invalid", "message": "the body holds more than one JSON value"}}`,
+		},
+		{
 			name: "a body over 64 KiB",
 			body: `{"strategy_id":"` + strings.Repeat("x", 64<<10) + `","status":"completed"}`,
 			sign: func(b []byte) string { return webhook.Sign(secret, b, now) },
