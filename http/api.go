@@ -29,6 +29,10 @@ const (
 	maxLimit     = 500
 )
 
+// maxCycleEvents bounds the events GET /api/cycles/{id} shows; the rest
+// are read with GET /api/events.
+const maxCycleEvents = 10000
+
 // cycleIDPattern is what a cycle id looks like (its UTC start time).
 var cycleIDPattern = regexp.MustCompile(`^[0-9]{8}_[0-9]{6}$`)
 
@@ -203,7 +207,7 @@ func (s *Server) handleCycle(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	evs, err := s.store.Events(r.Context(), agentrunner.EventFilter{CycleID: c.ID, Limit: 10000})
+	evs, err := s.store.Events(r.Context(), agentrunner.EventFilter{CycleID: c.ID, Limit: maxCycleEvents + 1})
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -214,11 +218,15 @@ func (s *Server) handleCycle(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := struct {
-		Cycle     cycleView      `json:"cycle"`
-		Steps     []stepView     `json:"steps"`
-		Artifacts []artifactView `json:"artifacts"`
-		Events    []eventView    `json:"events"`
+		Cycle           cycleView      `json:"cycle"`
+		Steps           []stepView     `json:"steps"`
+		Artifacts       []artifactView `json:"artifacts"`
+		Events          []eventView    `json:"events"`
+		EventsTruncated bool           `json:"events_truncated,omitempty"`
 	}{Cycle: s.cycleView(c), Steps: []stepView{}, Artifacts: arts, Events: []eventView{}}
+	if len(evs) > maxCycleEvents {
+		evs, out.EventsTruncated = evs[:maxCycleEvents], true
+	}
 	now := s.clock.Now()
 	for _, a := range atts {
 		if len(out.Steps) == 0 || out.Steps[len(out.Steps)-1].Step != a.Step {
@@ -423,6 +431,17 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	for _, e := range evs {
 		out.Events = append(out.Events, viewOf(e))
 		out.NextSince = e.ID
+	}
+	if len(evs) == 0 && !f.Since.IsZero() && f.AfterID == 0 {
+		// Nothing since that time: what comes next comes after the newest.
+		newest, err := s.store.Events(r.Context(), agentrunner.EventFilter{Newest: true, Limit: 1})
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		if len(newest) == 1 {
+			out.NextSince = newest[0].ID
+		}
 	}
 	writeJSON(w, http.StatusOK, out)
 }

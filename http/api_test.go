@@ -343,6 +343,10 @@ func TestReads(t *testing.T) {
 	if byTime := get("/api/events?since=" + now.Add(-time.Hour+31*time.Minute).Format(time.RFC3339))["events"].([]any); len(byTime) != 3 {
 		t.Errorf("events since a time: %d, want 3", len(byTime))
 	}
+	// Nothing since a later time: next_since continues after the newest.
+	if later := get("/api/events?since=" + now.Format(time.RFC3339)); len(later["events"].([]any)) != 0 || later["next_since"] != rest[2].(map[string]any)["id"] {
+		t.Errorf("events since now: %v", later)
+	}
 
 	tools := get("/api/tools")["tools"].([]any)
 	want := decode(t, `[
@@ -517,5 +521,23 @@ func TestEventStream(t *testing.T) {
 	defer closeStream()
 	if _, typ := next(r); typ != "step.two" {
 		t.Errorf("after Last-Event-ID %s: %s, want step.two", firstID, typ)
+	}
+}
+
+// TestCycleEventsAreBounded: a cycle with more events than one answer
+// shows says so.
+func TestCycleEventsAreBounded(t *testing.T) {
+	f := newAPIFixture(t, nil)
+	var evs []*agentrunner.Event
+	for range 10000 {
+		evs = append(evs, &agentrunner.Event{Timestamp: now, Type: "tool.call", CycleID: f.cycle.ID, Level: agentrunner.LevelInfo})
+	}
+	if err := f.store.Apply(context.Background(), &agentrunner.Change{Events: evs}); err != nil {
+		t.Fatal(err)
+	}
+	code, body := f.do("GET", "/api/cycles/"+f.cycle.ID, viewerKey, "")
+	got := f.json(code, body, 200)
+	if n := len(got["events"].([]any)); n != 10000 || got["events_truncated"] != true {
+		t.Errorf("%d events, truncated %v; want 10000 and true", n, got["events_truncated"])
 	}
 }

@@ -100,6 +100,7 @@ agents and records every state change durably, so a crash resumes where it stopp
 		newResumeCommand(),
 		newMCPCommand(),
 	)
+	root.AddCommand(remoteCommands()...)
 	// Cobra reports wrong arguments and unknown commands as plain errors,
 	// which would exit 1; they are usage errors like bad flags (exit 2).
 	for _, c := range root.Commands() {

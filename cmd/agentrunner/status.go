@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -14,13 +15,27 @@ import (
 )
 
 func newStatusCommand() *cobra.Command {
-	var path string
+	var path, server string
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "status",
-		Short: "Print the loop's status, read from the workspace's state database",
-		Args:  cobra.NoArgs,
+		Short: "Print the loop's status, read from the workspace's state database or a server",
+		Long: `status prints the loop's status. It reads the workspace's state database (-c), or,
+with --server or $AGENTRUNNER_SERVER, asks that server's API, with the API key in
+$AGENTRUNNER_API_KEY.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if s, from := explicitServer(server); s != "" {
+				c, err := newAPIClient(s, from)
+				if err != nil {
+					return err
+				}
+				st, err := call(cmd, c, c.Status)
+				if err != nil {
+					return err
+				}
+				return printStatus(cmd.OutOrStdout(), st, asJSON)
+			}
 			cfg, err := config.Load(path)
 			if err != nil {
 				return err
@@ -37,30 +52,42 @@ func newStatusCommand() *cobra.Command {
 					return failureError(err)
 				}
 			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(st)
-			}
-			fmt.Fprintf(out, "pipeline:             %s\n", st.Pipeline)
-			fmt.Fprintf(out, "current state:        %s\n", st.CurrentState)
-			fmt.Fprintf(out, "current cycle:        %s\n", orNone(st.CurrentCycleID))
-			fmt.Fprintf(out, "last completed step:  %s\n", orNone(st.LastCompletedStep))
-			fmt.Fprintf(out, "next scheduled time:  %s\n", st.NextScheduledTime.Format(time.RFC3339))
-			if c := st.LastCycle; c != nil {
-				fmt.Fprintf(out, "last cycle:           %s %s", c.ID, c.Status)
-				if c.Error != "" {
-					fmt.Fprintf(out, " (%s)", c.Error)
-				}
-				fmt.Fprintln(out)
-			}
-			return nil
+			return printStatus(cmd.OutOrStdout(), st, asJSON)
 		},
 	}
+	serverFlag(cmd, &server)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	configFlag(cmd, &path)
 	return cmd
+}
+
+// printStatus prints a status as JSON or as aligned lines.
+func printStatus(out io.Writer, st *engine.Status, asJSON bool) error {
+	if asJSON {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(st)
+	}
+	fmt.Fprintf(out, "pipeline:             %s\n", st.Pipeline)
+	fmt.Fprintf(out, "current state:        %s\n", st.CurrentState)
+	fmt.Fprintf(out, "current cycle:        %s\n", orNone(st.CurrentCycleID))
+	fmt.Fprintf(out, "last completed step:  %s\n", orNone(st.LastCompletedStep))
+	fmt.Fprintf(out, "next scheduled time:  %s\n", st.NextScheduledTime.Format(time.RFC3339))
+	if c := st.LastCycle; c != nil {
+		fmt.Fprintf(out, "last cycle:           %s %s", c.ID, c.Status)
+		if c.Error != "" {
+			fmt.Fprintf(out, " (%s)", c.Error)
+		}
+		fmt.Fprintln(out)
+	}
+	if st.Paused {
+		fmt.Fprintf(out, "paused:               by %s", orNone(st.PausedBy))
+		if st.PausedAt != nil {
+			fmt.Fprintf(out, " at %s", st.PausedAt.Format(time.RFC3339))
+		}
+		fmt.Fprintln(out)
+	}
+	return nil
 }
 
 func orNone(s string) string {
