@@ -21,7 +21,6 @@ const (
 	EventForced     = "cycle.forced"
 )
 
-
 // escalate handles a step that failed for good, as its policy says
 // (FR-048..051): skip to the last known good artifact, halt until an
 // operator resumes, or end the cycle failed. Each records the failure's
