@@ -244,6 +244,8 @@ const (
 	// CommandForceCycle starts a new cycle now, or as soon as the running
 	// one ends.
 	CommandForceCycle = "force-cycle"
+	// CommandReload reads the configuration and its files again (admin).
+	CommandReload = "reload"
 )
 
 // OverrideKinds are the commands operators give through the API (FR-162).

@@ -52,6 +52,9 @@ type Options struct {
 	// MCPCommand is the agentrunner executable that process agents start
 	// as their MCP server (`agentrunner mcp`); empty: no MCP for them.
 	MCPCommand string
+	// Reload reads the workspace again, for an operator's reload; nil:
+	// reloads are refused.
+	Reload func() (*workspace.Workspace, error)
 }
 
 // Engine runs one pipeline of one workspace.
@@ -73,6 +76,11 @@ type Engine struct {
 	// stepCancel cancels the running step (an abort); guarded by stepMu.
 	stepMu     sync.Mutex
 	stepCancel context.CancelCauseFunc
+	// reloadFn reads the workspace again (Options.Reload). A reload swaps
+	// ws, cfg and boxes under cfgMu: the loop's goroutine is the only
+	// writer, other goroutines (CheckStrategy, Config) read under it.
+	reloadFn func() (*workspace.Workspace, error)
+	cfgMu    sync.RWMutex
 	// commandsDirty says commands may be pending: set at start, by Wake and
 	// by watchCommands, cleared by the checkpoint that reads them.
 	commandsDirty atomic.Bool
@@ -107,7 +115,7 @@ func New(opts Options) (*Engine, error) {
 	}
 	e := &Engine{
 		ws: opts.Workspace, cfg: cfg, store: opts.Store, runtimes: opts.Runtimes, exec: opts.Exec,
-		clock: opts.Clock, log: opts.Logger, onEvent: opts.OnEvent, boxes: boxes, mcpCommand: opts.MCPCommand,
+		clock: opts.Clock, log: opts.Logger, onEvent: opts.OnEvent, boxes: boxes, mcpCommand: opts.MCPCommand, reloadFn: opts.Reload,
 		wake: make(chan struct{}, 1), poke: make(chan struct{}, 1),
 	}
 	if e.clock == nil {

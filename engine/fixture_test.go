@@ -78,6 +78,17 @@ func newFixture(t *testing.T, esOpts execsvc.MockOptions, edit func(*config.Conf
 	return f
 }
 
+// reload reads the fixture's workspace again, as `serve` does on an
+// operator's reload, with the fixture's Execution Service.
+func (f *fixture) reload() (*workspace.Workspace, error) {
+	cfg, err := config.Load(filepath.Join(f.dir, config.FileName))
+	if err != nil {
+		return nil, err
+	}
+	cfg.ExecutionService.URL = f.ws.Config.ExecutionService.URL
+	return workspace.Load(cfg)
+}
+
 // fail makes attempts 1..len(faults) of a step act out the faults.
 func (f *fixture) fail(step string, faults ...mock.Fault) {
 	f.mu.Lock()
@@ -106,7 +117,7 @@ func (f *fixture) engine() *Engine {
 		f.t.Fatal(err)
 	}
 	e, err := New(Options{
-		Workspace: f.ws, Store: f.store, Exec: exec, Clock: f.clock,
+		Workspace: f.ws, Store: f.store, Exec: exec, Clock: f.clock, Reload: f.reload,
 		Runtimes: map[string]agentrunner.Runtime{"mock": rt},
 		OnEvent: func(ev *agentrunner.Event) {
 			f.mu.Lock()

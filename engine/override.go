@@ -77,6 +77,8 @@ func (e *Engine) checkpoint(ctx context.Context, c *agentrunner.Cycle, att *agen
 			if e.forceCmd == nil {
 				e.forceCmd = cmd
 			}
+		case agentrunner.CommandReload:
+			err = e.reload(ctx, c, cmd)
 		}
 		if err != nil {
 			e.commandsDirty.Store(true) // look again: the rest is still pending

@@ -25,6 +25,8 @@ const EventStrategyExpired = "strategy.expired"
 // outbox so each happens exactly once. It returns when the current strategy
 // expires, zero when there is nothing left to watch.
 func (e *Engine) CheckStrategy(ctx context.Context) (time.Time, error) {
+	e.cfgMu.RLock() // it runs beside the loop, which may reload
+	defer e.cfgMu.RUnlock()
 	latest, err := e.store.Outbox(ctx, agentrunner.OutboxFilter{Kind: agentrunner.OutboxStrategy, Delivered: true, Limit: 1})
 	if err != nil || len(latest) == 0 {
 		return time.Time{}, err

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/config"
 	"github.com/agentrunner/agentrunner/engine"
 	"go.yaml.in/yaml/v3"
 )
@@ -40,8 +41,18 @@ var cycleIDPattern = regexp.MustCompile(`^[0-9]{8}_[0-9]{6}$`)
 // no leading dot.
 var artifactNamePattern = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
 
+// config is the configuration the engine runs with now.
+func (s *Server) config() *config.Config {
+	if s.opts.Engine != nil {
+		if c := s.opts.Engine.Config(); c != nil {
+			return c
+		}
+	}
+	return s.cfg
+}
+
 func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
-	st, err := engine.ReadStatus(r.Context(), s.store, s.cfg, s.clock.Now())
+	st, err := engine.ReadStatus(r.Context(), s.store, s.config(), s.clock.Now())
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -649,6 +660,25 @@ func (s *Server) handleOverride(w http.ResponseWriter, r *http.Request) {
 	s.command(w, r, kind, args)
 }
 
+// handleReload asks the engine to read its configuration again (admin).
+func (s *Server) handleReload(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Reason string `json:"reason"`
+	}
+	if !s.decode(w, r, &body, true) {
+		return
+	}
+	if len(body.Reason) > maxReasonBytes {
+		s.writeError(w, r, agentrunner.Errorf(agentrunner.EINVALID, "reason is %d bytes; at most %d", len(body.Reason), maxReasonBytes))
+		return
+	}
+	var args map[string]any
+	if body.Reason != "" {
+		args = map[string]any{"reason": body.Reason}
+	}
+	s.command(w, r, agentrunner.CommandReload, args)
+}
+
 // commandView is a command as the API shows it.
 type commandView struct {
 	ID         int64          `json:"id"`
@@ -726,7 +756,7 @@ func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request) {
 // the variables that hold them.
 func (s *Server) handleConfig(w http.ResponseWriter, r *http.Request) {
 	// Through YAML, so keys and durations read as in agentrunner.yaml.
-	data, err := yaml.Marshal(s.cfg)
+	data, err := yaml.Marshal(s.config())
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -44,9 +44,15 @@ type apiFixture struct {
 	woken int
 	// stalled is what the engine reports to readiness.
 	stalled time.Duration
+	// reloaded is the engine's configuration after a reload; nil: the
+	// server's own.
+	reloaded *config.Config
 }
 
 func (f *apiFixture) Stalled() time.Duration { return f.stalled }
+
+// Config is the configuration the fake engine runs with (reloaded sets it).
+func (f *apiFixture) Config() *config.Config { return f.reloaded }
 
 func apiConfig(t *testing.T) *config.Config {
 	cfg := testConfig()
@@ -539,5 +545,26 @@ func TestCycleEventsAreBounded(t *testing.T) {
 	got := f.json(code, body, 200)
 	if n := len(got["events"].([]any)); n != 10000 || got["events_truncated"] != true {
 		t.Errorf("%d events, truncated %v; want 10000 and true", n, got["events_truncated"])
+	}
+}
+
+// TestReload: only an admin may reload; the status follows the engine's
+// configuration once it has reloaded.
+func TestReload(t *testing.T) {
+	f := newAPIFixture(t, nil)
+	if code, _ := f.do("POST", "/api/admin/reload", operatorKey, ""); code != 403 {
+		t.Errorf("an operator's reload: %d, want 403", code)
+	}
+	code, body := f.do("POST", "/api/admin/reload", adminKey, `{"reason": "new prompts"}`)
+	if cmd := f.json(code, body, 202)["command"].(map[string]any); cmd["kind"] != "reload" || cmd["operator"] != "root" {
+		t.Errorf("reload command: %v", cmd)
+	}
+	reloaded := *f.cfg
+	reloaded.Schedule.Every = config.Duration(12 * time.Hour)
+	f.reloaded = &reloaded
+	code, body = f.do("GET", "/api/status", viewerKey, "")
+	// The running cycle started an hour ago: the next is due 11h from now.
+	if got := f.json(code, body, 200)["next_scheduled_time"]; got != now.Add(11*time.Hour).Format(time.RFC3339) {
+		t.Errorf("next_scheduled_time %v after a reload to every 12h", got)
 	}
 }

@@ -373,6 +373,14 @@ func (c *Client) Override(ctx context.Context, kind string, req OverrideRequest)
 	return c.command(ctx, []string{"api", "override", kind}, req)
 }
 
+// Reload asks the engine to read its configuration and files again
+// (admin); the audit log says whether it took them.
+func (c *Client) Reload(ctx context.Context, reason string) (*Command, error) {
+	return c.command(ctx, []string{"api", "admin", "reload"}, struct {
+		Reason string `json:"reason,omitempty"`
+	}{reason})
+}
+
 // Audit lists up to limit commands (0: the server's default) with ids
 // below before (0: the newest), newest first (FR-167).
 func (c *Client) Audit(ctx context.Context, limit int, before int64) (*CommandList, error) {

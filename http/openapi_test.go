@@ -338,6 +338,8 @@ type engineLag time.Duration
 
 func (l engineLag) Stalled() time.Duration { return time.Duration(l) }
 
+func (l engineLag) Config() *config.Config { return nil }
+
 // TestOpenAPIDocumentsEveryRoute: the document is OpenAPI 3.1 and
 // describes exactly the routes the server registers, with metrics and the
 // callback enabled: no route undocumented, no documented route missing.
@@ -883,6 +885,8 @@ func TestOpenAPIResponsesMatchTheSchemas(t *testing.T) {
 		{name: "pause with a reason", method: "POST", target: "/api/override/pause", body: `{"reason": "exchange maintenance"}`, want: 202},
 		{name: "inject", method: "POST", target: "/api/override/inject", body: `{"agent": "researcher", "message": "ETH unlock on Friday", "reason": "news"}`, want: 202},
 		{name: "force a cycle", method: "POST", target: "/api/override/force-cycle", body: `{}`, want: 202},
+		{name: "reload", method: "POST", target: "/api/admin/reload", body: `{"reason": "new prompts"}`, want: 202},
+		{name: "reload with an unknown field", method: "POST", target: "/api/admin/reload", body: `{"force": true}`, want: 400, breaksSchema: true},
 		{name: "unknown override", method: "POST", target: "/api/override/nap", want: 404},
 		{name: "agent for pause", method: "POST", target: "/api/override/pause", body: `{"agent": "researcher"}`, want: 400},
 		{name: "inject without body", method: "POST", target: "/api/override/inject", want: 400},

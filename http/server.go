@@ -77,8 +77,15 @@ type Options struct {
 	Metrics http.Handler
 	// Wake tells the engine a command was written (optional).
 	Wake func()
-	// Engine reports the engine loop's lag for readiness (optional).
-	Engine interface{ Stalled() time.Duration }
+	// Engine reports the engine loop's lag for readiness, and the
+	// configuration it runs with now (a reload replaces it); optional.
+	Engine Engine
+}
+
+// Engine is what the server asks of the running engine.
+type Engine interface {
+	Stalled() time.Duration
+	Config() *config.Config
 }
 
 // maxStreams bounds the open event streams, each of which polls the store.
@@ -158,6 +165,7 @@ func (s *Server) routes() []route {
 		{pattern: "GET /api/audit", role: config.RoleViewer, handler: s.handleAudit},
 		{pattern: "POST /api/override/{kind}", role: config.RoleOperator, handler: s.handleOverride},
 		{pattern: "GET /api/config", role: config.RoleAdmin, handler: s.handleConfig},
+		{pattern: "POST /api/admin/reload", role: config.RoleAdmin, handler: s.handleReload},
 		{pattern: "GET /api/openapi.json", role: config.RoleViewer, handler: s.handleOpenAPI},
 		{pattern: "GET /health/live", role: config.RoleViewer, public: public(config.PublicHealth), handler: s.handleLive},
 		{pattern: "GET /health/ready", role: config.RoleViewer, public: public(config.PublicHealth), handler: s.handleReady},

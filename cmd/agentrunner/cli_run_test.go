@@ -391,6 +391,21 @@ func TestServeAnswersTheAPIAndStopsCleanly(t *testing.T) {
 			break
 		}
 	}
+	// A reload reads the workspace again while the loop waits.
+	resp, err = http.Post(base+"/api/admin/reload", "application/json", nil)
+	if err != nil || resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("POST /api/admin/reload: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the reload was not applied")
+		}
+		_, body, _ := cliGet(ctx, base+"/api/audit?limit=1")
+		if strings.Contains(string(body), `"result": "reloaded `) {
+			break
+		}
+	}
 	if !strings.Contains(stderr.String(), "serving the API without credentials: listening on loopback only") {
 		t.Errorf("serve did not say it runs without credentials:\n%s", stderr.String())
 	}

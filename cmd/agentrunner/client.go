@@ -47,6 +47,7 @@ func remoteCommands() []*cobra.Command {
 		newOverrideCommand(agentrunner.CommandAbort, "Abort the running cycle: its agent is stopped and the cycle ends aborted"),
 		newOverrideCommand(agentrunner.CommandForceCycle, "Start a new cycle now, or as soon as the running one ends"),
 		newInjectCommand(),
+		newReloadCommand(),
 		newAuditCommand(),
 	}
 }
@@ -560,7 +561,9 @@ func newOverrideCommand(kind, short string) *cobra.Command {
 		Short: short,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return override(cmd, &r, kind, arhttp.OverrideRequest{Reason: reason})
+			return override(cmd, &r, kind, func(ctx context.Context, c *arhttp.Client) (*arhttp.Command, error) {
+				return c.Override(ctx, kind, arhttp.OverrideRequest{Reason: reason})
+			})
 		},
 	}
 	cmd.Flags().StringVar(&reason, "reason", "", "why, for the audit log")
@@ -580,7 +583,9 @@ func newInjectCommand() *cobra.Command {
 			if strings.TrimSpace(args[1]) == "" {
 				return usageError(errors.New("the message is empty"))
 			}
-			return override(cmd, &r, agentrunner.CommandInject, arhttp.OverrideRequest{Agent: args[0], Message: args[1], Reason: reason})
+			return override(cmd, &r, agentrunner.CommandInject, func(ctx context.Context, c *arhttp.Client) (*arhttp.Command, error) {
+				return c.Override(ctx, agentrunner.CommandInject, arhttp.OverrideRequest{Agent: args[0], Message: args[1], Reason: reason})
+			})
 		},
 	}
 	cmd.Flags().StringVar(&reason, "reason", "", "why, for the audit log")
@@ -588,13 +593,35 @@ func newInjectCommand() *cobra.Command {
 	return cmd
 }
 
-// override sends an override and reports the command it became.
-func override(cmd *cobra.Command, r *remote, kind string, req arhttp.OverrideRequest) error {
+func newReloadCommand() *cobra.Command {
+	var r remote
+	var reason string
+	cmd := &cobra.Command{
+		Use:   agentrunner.CommandReload,
+		Short: "Reload the configuration and its files at the next step boundary (admin)",
+		Long: `reload asks the running engine to read agentrunner.yaml and every file it names again.
+Identity prompts, tools.md, the memory template, the schedule, timeouts, retries, escalation
+policies, the mailbox size and budgets can change this way; anything else needs a restart,
+and such a reload changes nothing. ` + "`agentrunner audit`" + ` shows what the engine did.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return override(cmd, &r, agentrunner.CommandReload, func(ctx context.Context, c *arhttp.Client) (*arhttp.Command, error) {
+				return c.Reload(ctx, reason)
+			})
+		},
+	}
+	cmd.Flags().StringVar(&reason, "reason", "", "why, for the audit log")
+	r.flags(cmd)
+	return cmd
+}
+
+// override sends an operator's command and reports the command it became.
+func override(cmd *cobra.Command, r *remote, kind string, send func(context.Context, *arhttp.Client) (*arhttp.Command, error)) error {
 	c, err := r.client(cmd)
 	if err != nil {
 		return err
 	}
-	order, err := call(cmd, c, func(ctx context.Context) (*arhttp.Command, error) { return c.Override(ctx, kind, req) })
+	order, err := call(cmd, c, func(ctx context.Context) (*arhttp.Command, error) { return send(ctx, c) })
 	if err != nil {
 		return err
 	}

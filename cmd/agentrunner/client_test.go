@@ -25,6 +25,7 @@ import (
 const (
 	remoteViewerKey   = "remote-viewer-key-0123456789"
 	remoteOperatorKey = "remote-operator-key-0123456789"
+	remoteAdminKey    = "remote-admin-key-0123456789"
 )
 
 // The fixture's cycles: one completed, one halted at execute.
@@ -65,8 +66,9 @@ func newRemoteFixture(t *testing.T, changes ...*agentrunner.Change) *remoteFixtu
 	cfg.Server.Auth.APIKeys = []config.APIKey{
 		{Name: "grafana", KeyEnv: "REMOTE_VIEWER_KEY", Role: config.RoleViewer},
 		{Name: "alice", KeyEnv: "REMOTE_OPERATOR_KEY", Role: config.RoleOperator},
+		{Name: "root", KeyEnv: "REMOTE_ADMIN_KEY", Role: config.RoleAdmin},
 	}
-	env := map[string]string{"REMOTE_VIEWER_KEY": remoteViewerKey, "REMOTE_OPERATOR_KEY": remoteOperatorKey}
+	env := map[string]string{"REMOTE_VIEWER_KEY": remoteViewerKey, "REMOTE_OPERATOR_KEY": remoteOperatorKey, "REMOTE_ADMIN_KEY": remoteAdminKey}
 	auth, err := arhttp.NewAuthenticator(cfg.Server.Auth, dir, func(k string) (string, bool) { v, ok := env[k]; return v, ok }, time.Now)
 	if err != nil {
 		t.Fatal(err)
@@ -345,6 +347,25 @@ func TestRemoteOverrides(t *testing.T) {
 		if !regexp.MustCompile(`(?m)^` + l + `$`).MatchString(stdout) {
 			t.Errorf("audit: no line matches %s in:\n%s", l, stdout)
 		}
+	}
+}
+
+// TestRemoteReload: an admin may reload; an operator is refused.
+func TestRemoteReload(t *testing.T) {
+	f := newRemoteFixture(t)
+	t.Setenv(envServer, f.url)
+	t.Setenv(envAPIKey, remoteOperatorKey)
+	if code, _, stderr := cliRun(t, "reload"); code != exitFailure || !strings.Contains(stderr, "(forbidden)") {
+		t.Errorf("an operator's reload: exit %d\n%s", code, stderr)
+	}
+	t.Setenv(envAPIKey, remoteAdminKey)
+	code, stdout, stderr := cliRun(t, "reload", "--reason", "new prompts")
+	if code != exitOK || !regexp.MustCompile(`^reload requested: command \d+ by root;`).MatchString(stdout) {
+		t.Fatalf("reload: exit %d %q\n%s", code, stdout, stderr)
+	}
+	cmds, _ := f.store.Commands(t.Context(), agentrunner.CommandFilter{})
+	if len(cmds) != 1 || cmds[0].Kind != agentrunner.CommandReload || cmds[0].Args["reason"] != "new prompts" {
+		t.Errorf("stored commands: %+v", cmds)
 	}
 }
 

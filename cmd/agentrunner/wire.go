@@ -256,6 +256,7 @@ func openRunner(ctx context.Context, ws *workspace.Workspace, clock agentrunner.
 	}
 	opts := engine.Options{
 		Workspace: ws, Store: r.store, Runtimes: runtimes, Clock: clock, Logger: log, OnEvent: observe, MCPCommand: self,
+		Reload: func() (*workspace.Workspace, error) { return loadWorkspace(cfg.Path) },
 	}
 	if es != nil {
 		opts.Exec = es

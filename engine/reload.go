@@ -1,0 +1,169 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/config"
+	"github.com/agentrunner/agentrunner/mailbox"
+	"go.yaml.in/yaml/v3"
+)
+
+// EventReloaded: an operator reloaded the configuration and its files.
+const EventReloaded = "config.reloaded"
+
+// maxReloadProblems bounds the problems a refused reload lists.
+const maxReloadProblems = 5
+
+// reload applies an operator's reload at a step boundary: the
+// configuration file and every file it names are read again and, when
+// they are valid and change only what a running loop can take, replace
+// the current ones. What can change: identity prompts, tools.md, the
+// memory template, the schedule, timeouts, retries, escalation policies,
+// the mailbox size and budgets. Anything else (providers, agents' models,
+// contracts, inputs and tools, the pipeline's graph, tools, servers)
+// was built into the running process and needs a restart; such a reload
+// is refused with the list, and nothing changes.
+func (e *Engine) reload(ctx context.Context, c *agentrunner.Cycle, cmd *agentrunner.Command) error {
+	if e.reloadFn == nil {
+		return e.ignore(ctx, c, cmd, "this runner cannot reload its configuration")
+	}
+	ws, err := e.reloadFn()
+	if err != nil {
+		return e.ignore(ctx, c, cmd, "the configuration is not valid: "+summarize(err))
+	}
+	if restart := needsRestart(e.cfg, ws.Config); len(restart) > 0 {
+		return e.ignore(ctx, c, cmd, "these changes need a restart: "+strings.Join(restart, ", "))
+	}
+	boxes := e.boxes
+	if ws.Config.Mailbox.MaxMessages != e.cfg.Mailbox.MaxMessages {
+		if boxes, err = mailbox.New(ws.Layout.Mailboxes(), ws.Config.Mailbox.MaxMessages); err != nil {
+			return err
+		}
+	}
+	ch := &agentrunner.Change{Consumed: []*agentrunner.Command{e.consume(cmd, "reloaded "+ws.Config.Path)}}
+	e.event(ch, orNone(c), "", EventReloaded, agentrunner.LevelInfo, commandDetails(cmd, map[string]any{"path": ws.Config.Path}))
+	if err := e.commit(ctx, ch); err != nil {
+		return err
+	}
+	e.cfgMu.Lock()
+	e.ws, e.cfg, e.boxes = ws, ws.Config, boxes
+	e.cfgMu.Unlock()
+	return nil
+}
+
+// summarize shortens a configuration error to its first problems.
+func summarize(err error) string {
+	var ps config.Problems
+	if !errors.As(err, &ps) || len(ps) == 0 {
+		return err.Error()
+	}
+	var out []string
+	for _, p := range ps[:min(len(ps), maxReloadProblems)] {
+		out = append(out, p.String())
+	}
+	if len(ps) > maxReloadProblems {
+		out = append(out, fmt.Sprintf("and %d more", len(ps)-maxReloadProblems))
+	}
+	return strings.Join(out, "; ")
+}
+
+// needsRestart lists the top-level keys whose change a running loop
+// cannot take: everything but the reloadable settings, which are blanked
+// in shallow copies before the comparison.
+func needsRestart(old, next *config.Config) []string {
+	var out []string
+	for _, key := range topLevelKeys {
+		if !sameYAML(comparable(old, key), comparable(next, key)) {
+			out = append(out, key)
+		}
+	}
+	return out
+}
+
+// topLevelKeys are compared one by one, to name what changed.
+var topLevelKeys = []string{
+	"name", "artifacts_dir", "state", "tools_file", "memory_template", "providers", "defaults", "agents",
+	"pipeline", "execution_service", "server", "tools", "mcp_servers", "escalation", "watchdog", "events", "health",
+}
+
+// comparable returns the value of a top-level key without the settings a
+// reload may change.
+func comparable(c *config.Config, key string) any {
+	switch key {
+	case "name":
+		return c.Name
+	case "artifacts_dir":
+		return c.ArtifactsDir
+	case "state":
+		return c.State
+	case "tools_file":
+		return c.ToolsFile
+	case "memory_template":
+		return c.MemoryTemplate
+	case "providers":
+		return c.Providers
+	case "defaults":
+		d := c.Defaults
+		d.Timeout, d.Retries = 0, config.Retries{}
+		return d
+	case "agents":
+		agents := map[string]config.Agent{}
+		for name, a := range c.Agents {
+			if a != nil {
+				cp := *a
+				cp.Timeout, cp.Retries = 0, nil
+				agents[name] = cp
+			}
+		}
+		return agents
+	case "pipeline":
+		p := c.Pipeline
+		p.Steps = map[string]*config.Step{}
+		for id, s := range c.Pipeline.Steps {
+			if s != nil {
+				cp := *s
+				cp.Timeout, cp.Retries, cp.OnFailure = 0, nil, ""
+				p.Steps[id] = &cp
+			}
+		}
+		return p
+	case "execution_service":
+		return c.ExecutionService
+	case "server":
+		return c.Server
+	case "tools":
+		return c.Tools
+	case "mcp_servers":
+		return c.MCPServers
+	case "escalation":
+		e := c.Escalation
+		e.Policy = ""
+		return e
+	case "watchdog":
+		return c.Watchdog
+	case "events":
+		return c.Events
+	case "health":
+		return c.Health
+	}
+	panic("engine: unknown configuration key " + key)
+}
+
+func sameYAML(a, b any) bool {
+	x, err1 := yaml.Marshal(a)
+	y, err2 := yaml.Marshal(b)
+	return err1 == nil && err2 == nil && bytes.Equal(x, y)
+}
+
+// Config returns the configuration the engine runs with now (a reload
+// replaces it), for readers in other goroutines such as the API.
+func (e *Engine) Config() *config.Config {
+	e.cfgMu.RLock()
+	defer e.cfgMu.RUnlock()
+	return e.cfg
+}
