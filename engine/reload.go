@@ -5,11 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/agentrunner/agentrunner"
 	"github.com/agentrunner/agentrunner/config"
 	"github.com/agentrunner/agentrunner/mailbox"
+	"github.com/agentrunner/agentrunner/workspace"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -36,7 +39,13 @@ func (e *Engine) reload(ctx context.Context, c *agentrunner.Cycle, cmd *agentrun
 	if err != nil {
 		return e.ignore(ctx, c, cmd, "the configuration is not valid: "+summarize(err))
 	}
-	if restart := needsRestart(e.cfg, ws.Config); len(restart) > 0 {
+	restart := needsRestart(e.cfg, ws.Config)
+	if changed := changedContracts(e.ws, ws); len(changed) > 0 {
+		// Model runtimes check answers against the contracts they were
+		// built with: a new contract needs a restart.
+		restart = append(restart, "the output templates or schemas of "+strings.Join(changed, ", "))
+	}
+	if len(restart) > 0 {
 		return e.ignore(ctx, c, cmd, "these changes need a restart: "+strings.Join(restart, ", "))
 	}
 	boxes := e.boxes
@@ -54,6 +63,22 @@ func (e *Engine) reload(ctx context.Context, c *agentrunner.Cycle, cmd *agentrun
 	e.ws, e.cfg, e.boxes = ws, ws.Config, boxes
 	e.cfgMu.Unlock()
 	return nil
+}
+
+// changedContracts lists the agents whose output template or JSON Schema
+// file changed.
+func changedContracts(old, next *workspace.Workspace) []string {
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(old.Agents)) {
+		a, b := old.Agents[name], next.Agents[name]
+		if b == nil {
+			continue // reported as a change of agents
+		}
+		if !bytes.Equal(a.Template, b.Template) || !bytes.Equal(a.Schema, b.Schema) {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // summarize shortens a configuration error to its first problems.

@@ -84,6 +84,8 @@ func TestReloadRefusesWhatNeedsARestart(t *testing.T) {
 			"ignored: these changes need a restart: server"},
 		{"a provider's model", config.FileName, "    model: gpt-4.1", "    model: gpt-5",
 			"ignored: these changes need a restart: providers"},
+		{"an output template", "output_templates/research.md", "## ", "## Sources\n\nTBD\n\n## ",
+			"ignored: these changes need a restart: the output templates or schemas of research"},
 		{"the graph", config.FileName, "      next: evaluate\n      deliver:\n        - {kind: status",
 			"      next: end\n      deliver:\n        - {kind: status",
 			"ignored: the configuration is not valid: "},

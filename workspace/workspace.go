@@ -42,6 +42,8 @@ type Agent struct {
 	TemplatePath string
 	SchemaPath   string
 	Template     []byte
+	// Schema is the JSON Schema file's content; nil without one.
+	Schema []byte
 	// Contract checks the agent's output artifact.
 	Contract artifact.Contract
 }
@@ -127,8 +129,10 @@ func (l *loader) agent(name string, a *config.Agent) *Agent {
 	out := &Agent{Agent: a, TemplatePath: l.cfg.Abs(a.Output.Template), SchemaPath: l.cfg.Abs(a.Output.Schema)}
 	out.Identity = string(l.read(key+".identity", a.Identity))
 	out.Template = l.read(key+".output.template", a.Output.Template)
-	if a.Output.Schema != "" && l.read(key+".output.schema", a.Output.Schema) == nil {
-		return out
+	if a.Output.Schema != "" {
+		if out.Schema = l.read(key+".output.schema", a.Output.Schema); out.Schema == nil {
+			return out
+		}
 	}
 	if out.Template == nil {
 		return out
