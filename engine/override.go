@@ -264,6 +264,14 @@ func (e *Engine) watchCommands(ctx context.Context) {
 	defer tick.Stop()
 	var seen int64
 	for {
+		// The loop looks at the commands when it starts (Run and RunOnce
+		// mark them dirty): the first look here is a poll later.
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		case <-e.poke:
+		}
 		cmds, err := e.store.PendingCommands(ctx)
 		if err != nil && ctx.Err() == nil {
 			e.log.Warn("looking for operator commands", "error", err)
@@ -277,12 +285,6 @@ func (e *Engine) watchCommands(ctx context.Context) {
 			if cmd.Kind == agentrunner.CommandAbort {
 				e.cancelStep()
 			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		case <-e.poke:
 		}
 	}
 }
