@@ -126,6 +126,7 @@ func BenchmarkStep(b *testing.B) {
 			user1, sys1 := cpuTime()
 			b.ReportMetric(float64(user1-user0)/steps, "user-ns/step")
 			b.ReportMetric(float64(sys1-sys0)/steps, "sys-ns/step")
+			b.ReportMetric(float64(user1-user0+sys1-sys0)/steps, "cpu-ns/step")
 			b.ReportMetric(commits/steps, "commits/step")
 			b.ReportMetric(commits/float64(cycles*(benchSteps+1)), "commits/transition")
 			b.ReportMetric(float64(atomicfile.Syncs()-syncs0)/steps, "file-fsyncs/step")

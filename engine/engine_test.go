@@ -632,3 +632,22 @@ func TestCycleTokenBudget(t *testing.T) {
 		t.Errorf("plan's usage was not recorded: %+v", atts[0].Usage)
 	}
 }
+
+func TestAttemptFolder(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "attempts", "20261122_140000", "plan-1")
+	reused, err := attemptFolder(dir) // the cycle's folder is created too
+	if err != nil || reused {
+		t.Fatalf("first: reused %v, %v; want a new folder", reused, err)
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		t.Fatalf("folder not created: %v", err)
+	}
+	if reused, err = attemptFolder(dir); err != nil || !reused {
+		t.Errorf("second: reused %v, %v; want reused", reused, err)
+	}
+	file := filepath.Join(filepath.Dir(dir), "plan-2")
+	os.WriteFile(file, nil, 0o644)
+	if _, err := attemptFolder(filepath.Join(file, "x")); err == nil {
+		t.Error("a file in the way: no error")
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -39,18 +40,36 @@ func (o *outcome) add(e *Engine, c *agentrunner.Cycle, step, typ string, level a
 // runStep runs one attempt of the cycle's current step.
 func (e *Engine) runStep(ctx context.Context, c *agentrunner.Cycle, att *agentrunner.Attempt) (*outcome, error) {
 	step := e.cfg.Pipeline.Steps[att.Step]
-	if err := os.MkdirAll(att.Dir, 0o755); err != nil {
+	reused, err := attemptFolder(att.Dir)
+	if err != nil {
 		return nil, agentrunner.Fail(agentrunner.ClassInternal, "create attempt folder: %v", err)
 	}
 	if step.Kind == config.StepExecution {
 		return e.runExecution(ctx, c, step, att)
 	}
-	return e.runAgent(ctx, c, step, att)
+	return e.runAgent(ctx, c, step, att, reused)
+}
+
+// attemptFolder creates an attempt's folder, and its parent on the first
+// attempt of a cycle. It reports whether the folder was there already,
+// which should never be (an interrupted attempt is retried under a new
+// number); if it is, the caller removes what an earlier run left in it.
+func attemptFolder(dir string) (reused bool, err error) {
+	err = os.Mkdir(dir, 0o755)
+	switch {
+	case err == nil:
+		return false, nil
+	case errors.Is(err, fs.ErrExist):
+		return true, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return false, os.MkdirAll(dir, 0o755)
+	}
+	return false, err
 }
 
 // runAgent assembles the agent's context, runs it, validates its output and
 // publishes it into the cycle directory, then delivers its messages.
-func (e *Engine) runAgent(ctx context.Context, c *agentrunner.Cycle, step *config.Step, att *agentrunner.Attempt) (*outcome, error) {
+func (e *Engine) runAgent(ctx context.Context, c *agentrunner.Cycle, step *config.Step, att *agentrunner.Attempt, reused bool) (*outcome, error) {
 	agent := e.ws.Agents[step.Agent]
 	out := &outcome{}
 	inputs, err := e.inputs(ctx, c, agent.Agent, out)
@@ -100,10 +119,12 @@ func (e *Engine) runAgent(ctx context.Context, c *agentrunner.Cycle, step *confi
 	}
 	inv.Prompt = prompt.Build(pc)
 	// The prompt is kept so an operator can read exactly what the agent saw.
-	if err := os.WriteFile(inv.PromptPath, []byte(inv.Prompt), 0o644); err != nil {
+	if err := atomicfile.Write(inv.PromptPath, []byte(inv.Prompt), 0o644); err != nil {
 		return out, agentrunner.Fail(agentrunner.ClassInternal, "write prompt: %v", err)
 	}
-	os.Remove(inv.OutputPath) // a retry never mistakes an earlier attempt's file for its own
+	if reused {
+		os.Remove(inv.OutputPath) // the attempt never mistakes its earlier run's file for its own
+	}
 
 	runCtx, cancel := context.WithTimeout(ctx, inv.Timeout)
 	defer cancel()
@@ -118,7 +139,7 @@ func (e *Engine) runAgent(ctx context.Context, c *agentrunner.Cycle, step *confi
 		}
 		return out, err
 	}
-	data, err := os.ReadFile(inv.OutputPath)
+	data, err := atomicfile.ReadFile(inv.OutputPath)
 	if err != nil {
 		return out, agentrunner.Fail(agentrunner.ClassInvalidOutput, "the agent wrote no %s (expected at %s)", agent.Output.File, inv.OutputPath)
 	}

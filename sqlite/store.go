@@ -144,6 +144,12 @@ func (w *writer) execRows(ctx context.Context, query string, rows [][]any) ([]in
 
 // Apply commits a change in one IMMEDIATE transaction.
 func (s *Store) Apply(ctx context.Context, ch *agentrunner.Change) (err error) {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	// Once begun, a change runs to its commit: it is short, and the driver
+	// watches a cancellable context with a goroutine per statement.
+	ctx = context.WithoutCancel(ctx)
 	w := &s.w
 	w.mu.Lock()
 	defer w.mu.Unlock()

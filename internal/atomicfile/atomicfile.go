@@ -1,13 +1,22 @@
 // Package atomicfile writes files so that a crash at any moment leaves
 // either the old content or the new, never a mix: write a temporary file,
 // fsync it, rename it over the target, fsync the directory.
+//
+// The engine calls it on every step, so it makes system calls directly: an
+// *os.File registers every file it opens with the runtime's poller (five
+// more system calls per open, of no use for regular files), and os.Rename
+// looks at its target first.
 package atomicfile
 
 import (
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync/atomic"
+	"syscall"
 )
 
 var syncs atomic.Int64
@@ -18,35 +27,92 @@ func Syncs() int64 { return syncs.Load() }
 
 // WriteFile atomically replaces path with data: it writes a temporary file
 // in the same directory (so the rename cannot cross file systems), fsyncs
-// it, renames it over path and fsyncs the directory.
+// it, renames it over path and fsyncs the directory. The file gets perm
+// less the umask, as with os.WriteFile.
 func WriteFile(path string, data []byte, perm os.FileMode) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("create temporary file for %s: %w", path, err)
+	dir := filepath.Dir(path)
+	prefix := filepath.Join(dir, "."+filepath.Base(path)+".tmp-")
+	var tmp string
+	var fd int
+	for try := 0; ; try++ {
+		tmp = prefix + strconv.FormatUint(rand.Uint64(), 36)
+		fd, err = open(tmp, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL, perm)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, os.ErrExist) || try == 100 {
+			return fmt.Errorf("create temporary file for %s: %w", path, err)
+		}
 	}
-	tmp := f.Name()
 	defer func() {
 		if err != nil {
-			f.Close()
-			os.Remove(tmp)
+			syscall.Unlink(tmp)
 		}
 	}()
-	if _, err = f.Write(data); err != nil {
+	err = write(fd, data)
+	if err == nil {
+		err = fsync(fd)
+	}
+	if cerr := syscall.Close(fd); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
 		return fmt.Errorf("write %s: %w", tmp, err)
 	}
-	if err = f.Chmod(perm); err != nil {
-		return fmt.Errorf("chmod %s: %w", tmp, err)
+	if err = rename(tmp, path); err != nil {
+		return err
 	}
-	if err = Sync(f); err != nil {
-		return fmt.Errorf("fsync %s: %w", tmp, err)
+	return SyncDir(dir)
+}
+
+// Write creates or truncates path and writes data, with no fsync: for the
+// scratch files of an attempt (its prompt, say), which a crash may lose
+// because the attempt is then run again in a new folder.
+func Write(path string, data []byte, perm os.FileMode) error {
+	fd, err := open(path, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_TRUNC, perm)
+	if err != nil {
+		return err
 	}
-	if err = f.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", tmp, err)
+	err = write(fd, data)
+	if cerr := syscall.Close(fd); err == nil && cerr != nil {
+		err = cerr
 	}
-	if err = os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("rename %s to %s: %w", tmp, path, err)
+	if err != nil {
+		return &os.PathError{Op: "write", Path: path, Err: err}
 	}
-	return SyncDir(filepath.Dir(path))
+	return nil
+}
+
+// ReadFile reads a whole file, as os.ReadFile does.
+func ReadFile(path string) ([]byte, error) {
+	fd, err := open(path, syscall.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer syscall.Close(fd)
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return nil, &os.PathError{Op: "stat", Path: path, Err: err}
+	}
+	// One byte more than the size, so the read that finds the end needs no
+	// new buffer when the size was right.
+	data := make([]byte, 0, int(max(st.Size, 0))+1)
+	for {
+		n, err := syscall.Read(fd, data[len(data):cap(data)])
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &os.PathError{Op: "read", Path: path, Err: err}
+		}
+		if n == 0 {
+			return data, nil
+		}
+		data = data[:len(data)+n]
+		if len(data) == cap(data) {
+			data = append(data, 0)[:len(data)]
+		}
+	}
 }
 
 // Move makes a finished file durable under a new name: fsync src, rename it
@@ -54,17 +120,17 @@ func WriteFile(path string, data []byte, perm os.FileMode) (err error) {
 // (an agent's output after the agent ended); it must be on dst's file
 // system. Moving instead of copying saves creating and syncing a new file.
 func Move(src, dst string) error {
-	f, err := os.Open(src)
+	fd, err := open(src, syscall.O_RDONLY, 0)
 	if err != nil {
 		return err
 	}
-	err = Sync(f)
-	f.Close()
+	err = fsync(fd)
+	syscall.Close(fd)
 	if err != nil {
 		return fmt.Errorf("fsync %s: %w", src, err)
 	}
-	if err := os.Rename(src, dst); err != nil {
-		return fmt.Errorf("rename %s to %s: %w", src, dst, err)
+	if err := rename(src, dst); err != nil {
+		return err
 	}
 	return SyncDir(filepath.Dir(dst))
 }
@@ -77,12 +143,12 @@ func Sync(f *os.File) error {
 
 // SyncDir fsyncs a directory, making renames and creations in it durable.
 func SyncDir(dir string) error {
-	d, err := os.Open(dir)
+	fd, err := open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
 	if err != nil {
-		return fmt.Errorf("open directory %s: %w", dir, err)
+		return fmt.Errorf("open directory: %w", err)
 	}
-	defer d.Close()
-	if err := Sync(d); err != nil {
+	defer syscall.Close(fd)
+	if err := fsync(fd); err != nil {
 		return fmt.Errorf("fsync directory %s: %w", dir, err)
 	}
 	return nil
@@ -108,4 +174,53 @@ func MkdirAll(dir string, perm os.FileMode) error {
 		return err
 	}
 	return SyncDir(parent)
+}
+
+func open(path string, flags int, perm os.FileMode) (int, error) {
+	for {
+		fd, err := syscall.Open(path, flags|syscall.O_CLOEXEC, uint32(perm.Perm()))
+		if err == nil {
+			return fd, nil
+		}
+		if err != syscall.EINTR {
+			return -1, &os.PathError{Op: "open", Path: path, Err: err}
+		}
+	}
+}
+
+func write(fd int, data []byte) error {
+	for len(data) > 0 {
+		n, err := syscall.Write(fd, data)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		data = data[n:]
+	}
+	return nil
+}
+
+func fsync(fd int) error {
+	syncs.Add(1)
+	for {
+		if err := syscall.Fsync(fd); err != syscall.EINTR {
+			return err
+		}
+	}
+}
+
+// rename is os.Rename without its look at newpath: renaming a file over
+// a directory fails in the kernel anyway.
+func rename(oldpath, newpath string) error {
+	for {
+		err := syscall.Rename(oldpath, newpath)
+		if err == nil {
+			return nil
+		}
+		if err != syscall.EINTR {
+			return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: err}
+		}
+	}
 }

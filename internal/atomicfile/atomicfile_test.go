@@ -1,8 +1,11 @@
 package atomicfile
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -83,5 +86,60 @@ func TestMoveRenamesAndSyncs(t *testing.T) {
 	}
 	if err := Move(src, dst); err == nil {
 		t.Error("moving a missing file succeeded")
+	}
+}
+
+func TestReadFileReadsWhatOSReads(t *testing.T) {
+	dir := t.TempDir()
+	for _, size := range []int{0, 1, 4095, 4096, 4097, 200_000} {
+		path := filepath.Join(dir, "f")
+		data := make([]byte, size)
+		for i := range data {
+			data[i] = byte('a' + i%26)
+		}
+		os.WriteFile(path, data, 0o644)
+		got, err := ReadFile(path)
+		if err != nil {
+			t.Fatalf("size %d: %v", size, err)
+		}
+		if string(got) != string(data) {
+			t.Errorf("size %d: read %d bytes that differ", size, len(got))
+		}
+	}
+	// A file whose size says nothing of its content, as in /proc.
+	if got, err := ReadFile("/proc/self/status"); err != nil || !strings.Contains(string(got), "Pid:") {
+		t.Errorf("read /proc/self/status: %d bytes, %v", len(got), err)
+	}
+	if _, err := ReadFile(filepath.Join(dir, "missing")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing file: %v, want fs.ErrNotExist", err)
+	}
+}
+
+func TestWriteCreatesAndTruncates(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "prompt.md")
+	if err := Write(path, []byte("a long first prompt"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(path, []byte("short"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(path); string(data) != "short" {
+		t.Errorf("content = %q, want short", data)
+	}
+	if err := Write(filepath.Join(path, "under-a-file"), nil, 0o644); err == nil {
+		t.Error("writing under a file succeeded")
+	}
+}
+
+func TestMoveOverADirectoryFailsAndKeepsTheSource(t *testing.T) {
+	dir := t.TempDir()
+	src, dst := filepath.Join(dir, "out.md"), filepath.Join(dir, "plan.md")
+	os.WriteFile(src, []byte("plan"), 0o644)
+	os.Mkdir(dst, 0o755)
+	if err := Move(src, dst); err == nil {
+		t.Fatal("moving a file over a directory succeeded")
+	}
+	if data, err := os.ReadFile(src); err != nil || string(data) != "plan" {
+		t.Errorf("source = %q, %v; want it kept", data, err)
 	}
 }
