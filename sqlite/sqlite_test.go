@@ -137,6 +137,9 @@ func TestMigrationKeepsData(t *testing.T) {
 		`INSERT INTO cycles (id, pipeline, status, step, dir, started_at) VALUES ('20261102_000000', 'p', 'running', 'plan', '/d', '2026-11-02T00:00:00.000000000Z')`,
 		`INSERT INTO attempts (cycle_id, step, number, status, input_tokens) VALUES ('20261101_000000', 'plan', 1, 'succeeded', 42)`,
 		`INSERT INTO attempts (cycle_id, step, number, status) VALUES ('20261102_000000', 'plan', 1, 'running')`,
+		// Attempts are listed in the order they were made (rowid), not by key.
+		`INSERT INTO attempts (cycle_id, step, number, status) VALUES ('20261101_000000', 'analyze', 1, 'succeeded')`,
+		`INSERT INTO events (id, timestamp, event_type, cycle_id, level, details) VALUES (7, '2026-11-01T00:00:00.000000000Z', 'cycle.started', '20261101_000000', 'warn', '{"a":1}')`,
 	}
 	for _, q := range stmts {
 		if _, err := db.ExecContext(ctx, q); err != nil {
@@ -155,8 +158,20 @@ func TestMigrationKeepsData(t *testing.T) {
 		t.Fatalf("unfinished cycle after the migration: %+v, %v", c, err)
 	}
 	atts, _ := s.Attempts(ctx, "20261101_000000")
-	if len(atts) != 1 || atts[0].Usage.InputTokens != 42 {
+	if len(atts) != 2 || atts[0].Usage.InputTokens != 42 || atts[1].Step != "analyze" {
 		t.Errorf("attempts after the migration: %+v", atts)
+	}
+	evs, err := s.Events(ctx, agentrunner.EventFilter{MinLevel: agentrunner.LevelWarn})
+	if err != nil || len(evs) != 1 || evs[0].ID != 7 || evs[0].Details["a"] != float64(1) {
+		t.Errorf("events after the migration: %+v, %v", evs, err)
+	}
+	bogus := *c
+	bogus.Status = "bogus"
+	if err := s.Apply(ctx, &agentrunner.Change{Cycle: &bogus}); err == nil {
+		t.Error("a cycle status outside the list was accepted: the CHECK is gone")
+	}
+	if err := s.Apply(ctx, &agentrunner.Change{Events: []*agentrunner.Event{{Type: "x", Level: "loud"}}}); err == nil {
+		t.Error("an event level outside the list was accepted: the CHECK is gone")
 	}
 	var fkOn int
 	s.w.conn.QueryRowContext(ctx, "PRAGMA foreign_keys").Scan(&fkOn)

@@ -46,6 +46,8 @@ const (
 			status = excluded.status, step = excluded.step,
 			last_completed_step = excluded.last_completed_step,
 			ended_at = excluded.ended_at, error = excluded.error`
+	sqlStepCycle = `UPDATE cycles SET step = ?, last_completed_step = ?, ended_at = ?, error = ?
+		WHERE id = ? AND status = 'running' AND step = ?`
 	// The multi-row statements take their VALUES rows where %s is.
 	sqlUpsertAttempts = `
 		INSERT INTO attempts (cycle_id, step, number, agent, status, error_class, error,
@@ -163,7 +165,19 @@ func (s *Store) Apply(ctx context.Context, ch *agentrunner.Change) (err error) {
 			w.exec(context.Background(), "ROLLBACK")
 		}
 	}()
-	if ch.From != "" {
+	cycleDone := false
+	if c := ch.Cycle; c != nil && c.Status == agentrunner.CycleRunning && isStep(ch.From) {
+		// A running cycle moving between steps: one UPDATE both makes the
+		// change and checks the state (the cycle must be the running one,
+		// at step From), and leaves the index on status alone.
+		res, err := w.exec(ctx, sqlStepCycle, c.Step, c.LastCompletedStep, encodeTime(c.EndedAt), c.Error, c.ID, string(ch.From))
+		if err != nil {
+			return translate(err, "cycle "+c.ID)
+		}
+		n, _ := res.RowsAffected()
+		cycleDone = n == 1 // else the check below says why
+	}
+	if ch.From != "" && !cycleDone {
 		var state string
 		if err := w.queryRow(ctx, sqlState, &state); err != nil {
 			return fmt.Errorf("read current state: %w", err)
@@ -172,7 +186,7 @@ func (s *Store) Apply(ctx context.Context, ch *agentrunner.Change) (err error) {
 			return agentrunner.Errorf(agentrunner.ECONFLICT, "state is %s, not %s: the change was not applied", state, ch.From)
 		}
 	}
-	if c := ch.Cycle; c != nil {
+	if c := ch.Cycle; c != nil && !cycleDone {
 		_, err = w.exec(ctx, sqlUpsertCycle,
 			c.ID, c.Pipeline, string(c.Status), c.Step, c.LastCompletedStep, c.Dir,
 			encodeTime(c.StartedAt), encodeTime(c.EndedAt), c.Error)
@@ -252,6 +266,11 @@ func (s *Store) Apply(ctx context.Context, ch *agentrunner.Change) (err error) {
 	}
 	s.commits.Add(1)
 	return nil
+}
+
+// isStep reports whether a state is a step of a running cycle.
+func isStep(s agentrunner.State) bool {
+	return s != "" && s != agentrunner.StateIdle && s != agentrunner.StateWaiting && s != agentrunner.StateHalted
 }
 
 // translate turns constraint violations into coded errors, in one place.
