@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,11 +23,43 @@ import (
 
 const benchSteps = 10
 
+// benchRoot holds the files of every benchmark run until the process ends.
+// Removing a run's files before the next run starts would slow that run
+// down: ext4 without a journal passes over recently freed inodes when it
+// allocates one (for 30 s), so a benchmark that deletes its previous
+// run's thousands of files measures that deletion, not the step.
+var benchRoot struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// benchDir returns a new directory under benchRoot.
+func benchDir(b *testing.B) string {
+	benchRoot.once.Do(func() { benchRoot.dir, benchRoot.err = os.MkdirTemp("", "agentrunner-bench-") })
+	if benchRoot.err != nil {
+		b.Fatal(benchRoot.err)
+	}
+	dir, err := os.MkdirTemp(benchRoot.dir, "run-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return dir
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if benchRoot.dir != "" {
+		os.RemoveAll(benchRoot.dir)
+	}
+	os.Exit(code)
+}
+
 // benchWorkspace writes a pipeline of benchSteps mock agent steps; with
 // mail, each step deposits a forward and a backward message, as the
 // learning loop's steps do.
 func benchWorkspace(b *testing.B, mail bool) *workspace.Workspace {
-	dir := b.TempDir()
+	dir := benchDir(b)
 	tmpl := "# Report {{cycle_id}}\n\n## Summary\n\n<!-- two sentences -->\n\n## Findings\n\n| Item | Value |\n|---|---|\n| Signal | {{signal}} |\n\n## Handoff\n\n<!-- for the next agent -->\n"
 	os.WriteFile(filepath.Join(dir, "template.md"), []byte(tmpl), 0o644)
 	os.WriteFile(filepath.Join(dir, "identity.md"), []byte("You are a research agent.\n"), 0o644)
@@ -92,7 +125,7 @@ func BenchmarkStep(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			ws := benchWorkspace(b, mail)
-			store, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "state.db"))
+			store, err := sqlite.Open(context.Background(), filepath.Join(benchDir(b), "state.db"))
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -19,7 +19,7 @@ import (
 // fsync the directory) and commit one event to SQLite with
 // synchronous=FULL. BenchmarkStep minus this is the engine's own cost.
 func BenchmarkDurabilityFloor(b *testing.B) {
-	dir := b.TempDir()
+	dir := benchDir(b)
 	store, err := sqlite.Open(context.Background(), filepath.Join(dir, "state.db"))
 	if err != nil {
 		b.Fatal(err)
