@@ -42,8 +42,14 @@ func MarkdownSections(src []byte) []Span {
 // FindSection returns the first section whose title matches title the way
 // contracts match headings (case, spacing and a trailing colon ignored).
 func FindSection(src []byte, title string) (Span, bool) {
+	return Find(MarkdownSections(src), title)
+}
+
+// Find is FindSection on sections already found, for a caller that looks
+// up several titles in one document.
+func Find(spans []Span, title string) (Span, bool) {
 	want := normalize(title)
-	for _, s := range MarkdownSections(src) {
+	for _, s := range spans {
 		if normalize(s.Title) == want {
 			return s, true
 		}

@@ -288,6 +288,13 @@ func (e *Engine) inputPaths(c *agentrunner.Cycle, step string) []string {
 // broadcast or status. Each message has a stable id, so a retried step
 // replaces its earlier message instead of adding a second one.
 func (e *Engine) deliver(c *agentrunner.Cycle, step *config.Step, data []byte, note string, out *outcome) error {
+	var spans []artifact.Span // the artifact's sections, found once for all deliveries
+	sections := func() []artifact.Span {
+		if spans == nil {
+			spans = artifact.MarkdownSections(data)
+		}
+		return spans
+	}
 	for _, d := range step.Deliver {
 		file := step.Artifact
 		if a := e.ws.Agents[step.Agent]; a != nil {
@@ -297,7 +304,7 @@ func (e *Engine) deliver(c *agentrunner.Cycle, step *config.Step, data []byte, n
 		if body == "" {
 			body = fmt.Sprintf("%s finished %s for cycle %s: %s", step.ID, file, c.ID, filepath.Join(c.Dir, file))
 		}
-		if quote := excerpt(data, d); quote != "" {
+		if quote := excerpt(data, sections, d); quote != "" {
 			body += "\n\n" + quote
 		}
 		for _, to := range d.To {
@@ -324,10 +331,10 @@ var (
 
 // excerpt quotes the configured section (markdown) or field (JSON) of an
 // artifact for a message.
-func excerpt(data []byte, d config.Delivery) string {
+func excerpt(data []byte, sections func() []artifact.Span, d config.Delivery) string {
 	switch {
 	case d.Section != "":
-		if s, ok := artifact.FindSection(data, d.Section); ok {
+		if s, ok := artifact.Find(sections(), d.Section); ok {
 			quote := htmlComment.ReplaceAllString(string(data[s.Start:s.End]), "")
 			return strings.TrimSpace(blankLines.ReplaceAllString(quote, "\n\n"))
 		}

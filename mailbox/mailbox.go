@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -146,6 +147,32 @@ type Mailboxes struct {
 	// writer of a workspace's mailboxes; readers in other processes need no
 	// lock because every write is an atomic rename.
 	mu sync.Mutex
+	// last holds each mailbox as this process last read or wrote it, so a
+	// deposit on every step does not parse the file again: a write
+	// renames a new file into place, so an unchanged identity (inode,
+	// size, modification time) means unchanged content.
+	last map[string]cached
+}
+
+type cached struct {
+	id   fileID
+	msgs []Message
+}
+
+type fileID struct {
+	ino, size, mtime int64
+}
+
+func statID(path string) (fileID, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fileID{}, err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileID{}, fmt.Errorf("stat %s: no inode number", path)
+	}
+	return fileID{ino: int64(st.Ino), size: fi.Size(), mtime: fi.ModTime().UnixNano()}, nil
 }
 
 // New returns the mailboxes in dir, keeping at most max messages each;
@@ -166,7 +193,7 @@ func New(dir string, max int) (*Mailboxes, error) {
 	if err := atomicfile.MkdirAll(abs, dirPerm); err != nil {
 		return nil, fmt.Errorf("create mailbox directory: %w", err)
 	}
-	return &Mailboxes{dir: abs, max: max}, nil
+	return &Mailboxes{dir: abs, max: max, last: map[string]cached{}}, nil
 }
 
 // Dir returns the absolute directory holding the mailboxes.
@@ -199,7 +226,7 @@ func (m *Mailboxes) Deposit(agent string, msg Message) (replaced bool, err error
 	defer m.mu.Unlock()
 
 	path := m.Path(agent)
-	msgs, err := readFile(path)
+	msgs, err := m.current(path)
 	if err != nil {
 		return false, err
 	}
@@ -222,9 +249,39 @@ func (m *Mailboxes) Deposit(agent string, msg Message) (replaced bool, err error
 		return false, fmt.Errorf("encode mailbox %s: %w", path, err)
 	}
 	if err := atomicfile.WriteFile(path, data, filePerm); err != nil {
+		delete(m.last, path)
 		return false, fmt.Errorf("write mailbox of %s: %w", agent, err)
 	}
+	if id, err := statID(path); err == nil {
+		m.last[path] = cached{id: id, msgs: msgs}
+	} else {
+		delete(m.last, path)
+	}
 	return replaced, nil
+}
+
+// current returns a copy of the messages in the mailbox at path, from
+// m.last while the file is the one it describes; the caller holds mu.
+func (m *Mailboxes) current(path string) ([]Message, error) {
+	id, err := statID(path)
+	if errors.Is(err, os.ErrNotExist) {
+		delete(m.last, path)
+		return nil, nil
+	}
+	if err == nil {
+		if c, ok := m.last[path]; ok && c.id == id {
+			return append([]Message(nil), c.msgs...), nil
+		}
+	}
+	msgs, err := readFile(path)
+	if err != nil {
+		delete(m.last, path)
+		return nil, err
+	}
+	if id2, err := statID(path); err == nil && id2 == id {
+		m.last[path] = cached{id: id, msgs: msgs}
+	}
+	return append([]Message(nil), msgs...), nil
 }
 
 // Read returns the last n messages of agent's mailbox, oldest first, or all
@@ -250,7 +307,7 @@ func ReadFile(path string) ([]Message, error) { return readFile(path) }
 
 // readFile parses a mailbox file; a missing file is an empty mailbox.
 func readFile(path string) ([]Message, error) {
-	data, err := os.ReadFile(path)
+	data, err := atomicfile.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

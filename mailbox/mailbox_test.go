@@ -506,3 +506,50 @@ func TestConcurrentDepositsLoseNothing(t *testing.T) {
 		t.Errorf("mailbox holds %d messages, want %d", len(got), n)
 	}
 }
+
+// TestDepositSeesChangesMadeByOthers: deposits keep the mailbox they last
+// wrote in memory, so each change made behind their back (an operator's
+// edit in place, a replaced file, a removed one, a corrupted one) must
+// still be read.
+func TestDepositSeesChangesMadeByOthers(t *testing.T) {
+	m := newBoxes(t, 5)
+	path := m.Path("plan")
+	op := func(id string) string {
+		return `{"id":"` + id + `","time":"2025-03-01T12:00:00Z","from":"op","kind":"inject","body":"x"}` + "\n"
+	}
+	check := func(want ...string) {
+		t.Helper()
+		got, err := m.Read("plan", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, ids(got)); diff != "" {
+			t.Errorf("ids (-want +got):\n%s", diff)
+		}
+	}
+	deposit(t, m, "plan", msg("a", 0))
+	// Edited in place: same inode, other content.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(op("edited"))
+	f.Close()
+	deposit(t, m, "plan", msg("b", 1))
+	check("edited", "b")
+	// Replaced by another file.
+	tmp := path + ".new"
+	os.WriteFile(tmp, []byte(op("replaced")), 0o644)
+	os.Rename(tmp, path)
+	deposit(t, m, "plan", msg("c", 2))
+	check("replaced", "c")
+	// Removed.
+	os.Remove(path)
+	deposit(t, m, "plan", msg("d", 3))
+	check("d")
+	// Corrupted: the deposit refuses it.
+	os.WriteFile(path, []byte("not json\n"), 0o644)
+	if _, err := m.Deposit("plan", msg("e", 4)); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("deposit on a corrupted mailbox: %v, want ErrCorrupt", err)
+	}
+}
