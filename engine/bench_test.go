@@ -124,20 +124,7 @@ func BenchmarkStep(b *testing.B) {
 			name = "publish+2-deposits"
 		}
 		b.Run(name, func(b *testing.B) {
-			ws := benchWorkspace(b, mail)
-			store, err := sqlite.Open(context.Background(), filepath.Join(benchDir(b), "state.db"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer store.Close()
-			clock := clocktest.New(t0)
-			tmpl, _ := os.ReadFile(ws.Agents["a0"].TemplatePath)
-			agent := fixedOutput(mock.Generate(tmpl, ".md", "20261122_140000", "a0", t0))
-			e, err := New(Options{Workspace: ws, Store: store, Clock: clock,
-				Runtimes: map[string]agentrunner.Runtime{"mock": agent}})
-			if err != nil {
-				b.Fatal(err)
-			}
+			e, store, clock := benchEngine(b, mail)
 			ctx := context.Background()
 			cycles := (b.N + benchSteps - 1) / benchSteps
 			commits0, syncs0 := store.Commits(), atomicfile.Syncs()
@@ -166,4 +153,65 @@ func BenchmarkStep(b *testing.B) {
 			b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/steps, "allocs/step")
 		})
 	}
+}
+
+// benchEngine returns an engine on a benchWorkspace, a SQLite store and a
+// fake clock.
+func benchEngine(b *testing.B, mail bool) (*Engine, *sqlite.Store, *clocktest.Clock) {
+	ws := benchWorkspace(b, mail)
+	store, err := sqlite.Open(context.Background(), filepath.Join(benchDir(b), "state.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { store.Close() })
+	clock := clocktest.New(t0)
+	tmpl, _ := os.ReadFile(ws.Agents["a0"].TemplatePath)
+	agent := fixedOutput(mock.Generate(tmpl, ".md", "20261122_140000", "a0", t0))
+	e, err := New(Options{Workspace: ws, Store: store, Clock: clock,
+		Runtimes: map[string]agentrunner.Runtime{"mock": agent}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return e, store, clock
+}
+
+// BenchmarkStepOverFloor alternates a cycle of benchSteps engine steps
+// with as many BenchmarkDurabilityFloor steps, so both meet the same file
+// system state, which drifts on a shared machine; it reports the CPU and
+// wall time of each per step and the engine's CPU above the floor.
+//
+//	go test -run '^$' -bench StepOverFloor -benchtime 3000x -count 10 ./engine/
+func BenchmarkStepOverFloor(b *testing.B) {
+	e, _, clock := benchEngine(b, false)
+	f := newFloor(b)
+	ctx := context.Background()
+	var stepCPU, floorCPU, stepWall, floorWall time.Duration
+	cycles := (b.N + benchSteps - 1) / benchSteps
+	b.ResetTimer()
+	for i := 0; i < cycles; i++ {
+		u0, s0 := cpuTime()
+		w0 := time.Now()
+		if c, err := e.RunOnce(ctx); err != nil || c.Status != agentrunner.CycleCompleted {
+			b.Fatalf("cycle: %v %+v", err, c)
+		}
+		w1 := time.Now()
+		u1, s1 := cpuTime()
+		for j := 0; j < benchSteps; j++ {
+			f.step(b)
+		}
+		w2 := time.Now()
+		u2, s2 := cpuTime()
+		stepCPU += u1 - u0 + s1 - s0
+		floorCPU += u2 - u1 + s2 - s1
+		stepWall += w1.Sub(w0)
+		floorWall += w2.Sub(w1)
+		clock.Advance(time.Hour)
+	}
+	b.StopTimer()
+	steps := float64(cycles * benchSteps)
+	b.ReportMetric(float64(stepCPU)/steps, "step-cpu-ns/step")
+	b.ReportMetric(float64(floorCPU)/steps, "floor-cpu-ns/step")
+	b.ReportMetric(float64(stepCPU-floorCPU)/steps, "over-floor-cpu-ns/step")
+	b.ReportMetric(float64(stepWall)/steps, "step-wall-ns/step")
+	b.ReportMetric(float64(floorWall)/steps, "floor-wall-ns/step")
 }
