@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/config"
 	"github.com/agentrunner/agentrunner/mailbox"
 	"github.com/agentrunner/agentrunner/webhook"
 )
@@ -79,6 +80,14 @@ func (e *Engine) checkpoint(ctx context.Context, c *agentrunner.Cycle, att *agen
 			}
 		case agentrunner.CommandReload:
 			err = e.reload(ctx, c, cmd)
+		case agentrunner.CommandExecutionStatus:
+			// The execute step consumes the callbacks about its strategy.
+			// Anywhere else one is late (the step ended on a poll or its
+			// timeout) or about no strategy of ours: it must not wait
+			// forever.
+			if !e.atExecution(c) {
+				err = e.ignore(ctx, c, cmd, fmt.Sprintf("no strategy is being followed (callback about %v)", cmd.Args["strategy_id"]))
+			}
 		}
 		if err != nil {
 			e.commandsDirty.Store(true) // look again: the rest is still pending
@@ -86,6 +95,16 @@ func (e *Engine) checkpoint(ctx context.Context, c *agentrunner.Cycle, att *agen
 		}
 	}
 	return c, att, overrides{paused: e.control.Paused, force: e.forceCmd}, nil
+}
+
+// atExecution reports whether the unfinished cycle c is at an execution
+// step.
+func (e *Engine) atExecution(c *agentrunner.Cycle) bool {
+	if c == nil || c.Status != agentrunner.CycleRunning {
+		return false
+	}
+	step := e.cfg.Pipeline.Steps[c.Step]
+	return step != nil && step.Kind == config.StepExecution
 }
 
 // consume returns cmd marked consumed now with its result.

@@ -16,6 +16,8 @@ import (
 	"github.com/agentrunner/agentrunner/execsvc"
 	"github.com/agentrunner/agentrunner/runtime/mock"
 	"github.com/agentrunner/agentrunner/webhook"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 const hookSecret = "a-webhook-secret-of-32-characters"
@@ -276,16 +278,18 @@ func TestWatchdogSeesAStalledEngine(t *testing.T) {
 
 // TestCallbackEndsTheExecutionAtOnce: the Execution Service's callback
 // (a command from the API) reports completion without waiting for a poll.
+// It arrives before the execute step starts, and waits for it.
 func TestCallbackEndsTheExecutionAtOnce(t *testing.T) {
 	f := newFixture(t, execsvc.MockOptions{CompletedAfter: 1 << 30}, func(c *config.Config) {
 		c.ExecutionService.PollInterval = config.Duration(10 * time.Minute)
 	})
-	err := f.store.AddCommand(context.Background(), &agentrunner.Command{Kind: agentrunner.CommandExecutionStatus, Operator: "execution-service", CreatedAt: t0,
-		Args: map[string]any{"strategy_id": "strat-000001", "status": "completed"}})
-	if err != nil {
-		t.Fatal(err)
+	e := f.engine()
+	f.onRun = func(inv *agentrunner.Invocation) {
+		if inv.Step == "synthesize" {
+			f.command(e, agentrunner.CommandExecutionStatus, "execution-service", map[string]any{"strategy_id": "strat-000001", "status": "completed"})
+		}
 	}
-	c := f.runOnce(f.engine())
+	c := f.runOnce(e)
 	if c.Status != agentrunner.CycleCompleted {
 		t.Fatalf("cycle %s: %s", c.Status, c.Error)
 	}
@@ -300,5 +304,28 @@ func TestCallbackEndsTheExecutionAtOnce(t *testing.T) {
 	}
 	if pending, _ := f.store.PendingCommands(context.Background()); len(pending) != 0 {
 		t.Errorf("the callback was not consumed: %+v", pending)
+	}
+}
+
+// TestLateCallbackIsConsumed: a callback that arrives when no execute step
+// is running (the step ended on a poll or its timeout, or the strategy is
+// not ours) is consumed as ignored, not left pending forever.
+func TestLateCallbackIsConsumed(t *testing.T) {
+	f := newFixture(t, execsvc.MockOptions{}, nil)
+	e := f.engine()
+	if c := f.runOnce(e); c.Status != agentrunner.CycleCompleted {
+		t.Fatalf("cycle %s: %s", c.Status, c.Error)
+	}
+	f.command(e, agentrunner.CommandExecutionStatus, "execution-service", map[string]any{"strategy_id": "strat-000001", "status": "completed"})
+	f.clock.Advance(24 * time.Hour)
+	if c := f.runOnce(e); c.Status != agentrunner.CycleCompleted {
+		t.Fatalf("second cycle %s: %s", c.Status, c.Error)
+	}
+	if pending, _ := f.store.PendingCommands(context.Background()); len(pending) != 0 {
+		t.Errorf("the late callback is still pending: %+v", pending)
+	}
+	want := []string{"execution.status:ignored: no strategy is being followed (callback about strat-000001)"}
+	if diff := cmp.Diff(want, f.audit()); diff != "" {
+		t.Errorf("audit (-want +got):\n%s", diff)
 	}
 }
