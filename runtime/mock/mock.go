@@ -6,6 +6,7 @@ package mock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -68,7 +69,10 @@ func (r *Runtime) Run(ctx context.Context, inv *agentrunner.Invocation) (*agentr
 		return nil, agentrunner.Fail(agentrunner.ClassCrash, "mock agent %s crashed (injected fault)", inv.Agent)
 	case Hang:
 		<-ctx.Done()
-		return nil, agentrunner.Fail(agentrunner.ClassTimeout, "mock agent %s hung until its time ran out (injected fault)", inv.Agent)
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, agentrunner.Fail(agentrunner.ClassTimeout, "mock agent %s hung until its time ran out (injected fault)", inv.Agent)
+		}
+		return nil, agentrunner.Fail(agentrunner.ClassInterrupted, "mock agent %s hung until it was stopped (injected fault)", inv.Agent)
 	case Silent:
 		return &agentrunner.RunResult{}, nil
 	case Invalid:

@@ -226,10 +226,18 @@ func TestFaultHangReturnsOnlyWhenTheContextEnds(t *testing.T) {
 	if !r.ctxEnded {
 		t.Error("Run returned while its context was still live")
 	}
-	if got := agentrunner.ClassOf(r.err); got != agentrunner.ClassTimeout {
-		t.Errorf("class = %s (err %v), want %s", got, r.err, agentrunner.ClassTimeout)
+	if got := agentrunner.ClassOf(r.err); got != agentrunner.ClassInterrupted {
+		t.Errorf("cancelled: class = %s (err %v), want %s", got, r.err, agentrunner.ClassInterrupted)
 	}
 	assertNoOutput(t, inv)
+
+	// Its time ran out: a timeout.
+	past, stop := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer stop()
+	_, err := mock.New(mock.Options{Fault: func(*agentrunner.Invocation) mock.Fault { return mock.Hang }}).Run(past, inv)
+	if got := agentrunner.ClassOf(err); got != agentrunner.ClassTimeout {
+		t.Errorf("deadline: class = %s (err %v), want %s", got, err, agentrunner.ClassTimeout)
+	}
 }
 
 func TestFaultInvalidBreaksTheContract(t *testing.T) {
