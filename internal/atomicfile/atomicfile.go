@@ -27,8 +27,8 @@ func Syncs() int64 { return syncs.Load() }
 
 // WriteFile atomically replaces path with data: it writes a temporary file
 // in the same directory (so the rename cannot cross file systems), fsyncs
-// it, renames it over path and fsyncs the directory. The file gets perm
-// less the umask, as with os.WriteFile.
+// it, renames it over path and fsyncs the directory. The file gets exactly
+// perm, whatever the umask: readers in other accounts may depend on it.
 func WriteFile(path string, data []byte, perm os.FileMode) (err error) {
 	dir := filepath.Dir(path)
 	prefix := filepath.Join(dir, "."+filepath.Base(path)+".tmp-")
@@ -50,6 +50,9 @@ func WriteFile(path string, data []byte, perm os.FileMode) (err error) {
 		}
 	}()
 	err = write(fd, data)
+	if err == nil {
+		err = syscall.Fchmod(fd, uint32(perm.Perm()))
+	}
 	if err == nil {
 		err = fsync(fd)
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -141,5 +142,17 @@ func TestMoveOverADirectoryFailsAndKeepsTheSource(t *testing.T) {
 	}
 	if data, err := os.ReadFile(src); err != nil || string(data) != "plan" {
 		t.Errorf("source = %q, %v; want it kept", data, err)
+	}
+}
+
+func TestWriteFileSetsThePermissionWhateverTheUmask(t *testing.T) {
+	old := syscall.Umask(0o077)
+	defer syscall.Umask(old)
+	path := filepath.Join(t.TempDir(), "mailbox.plan")
+	if err := WriteFile(path, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o644 {
+		t.Errorf("mode = %v under umask 077, want 0644", fi.Mode().Perm())
 	}
 }
