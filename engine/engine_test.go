@@ -16,7 +16,9 @@ import (
 	"github.com/agentrunner/agentrunner/execsvc"
 	"github.com/agentrunner/agentrunner/mailbox"
 	"github.com/agentrunner/agentrunner/runtime/mock"
+	"github.com/agentrunner/agentrunner/tool"
 	"github.com/google/go-cmp/cmp"
+	"sync"
 )
 
 var learningLoop = []string{"plan", "research", "analyze", "synthesize", "execute", "evaluate"}
@@ -649,5 +651,60 @@ func TestAttemptFolder(t *testing.T) {
 	os.WriteFile(file, nil, 0o644)
 	if _, err := attemptFolder(filepath.Join(file, "x")); err == nil {
 		t.Error("a file in the way: no error")
+	}
+}
+
+// childLike acts as a process agent whose tool calls run in its MCP
+// server, another process that commits them to the store itself.
+type childLike struct {
+	store agentrunner.Store
+	mock  agentrunner.Runtime
+}
+
+func (r childLike) Run(ctx context.Context, inv *agentrunner.Invocation) (*agentrunner.RunResult, error) {
+	ev := &agentrunner.Event{Timestamp: t0, Type: tool.EventToolCall, Agent: inv.Agent, Step: inv.Step, CycleID: inv.CycleID,
+		Level: agentrunner.LevelInfo, Details: map[string]any{"tool": "web_search", "attempt": inv.Attempt}}
+	if err := r.store.Apply(ctx, &agentrunner.Change{Events: []*agentrunner.Event{ev}}); err != nil {
+		return nil, err
+	}
+	return r.mock.Run(ctx, inv)
+}
+
+// TestProcessAgentToolCallsReachOnEvent: the tool calls a process agent
+// made through its MCP server are committed by that server's process; the
+// engine hands them to OnEvent after the attempt, so the runner's metrics
+// count them.
+func TestProcessAgentToolCallsReachOnEvent(t *testing.T) {
+	f := newFixture(t, execsvc.MockOptions{}, func(c *config.Config) {
+		c.Agents["research"].Provider = "claude-code"
+	})
+	var mu sync.Mutex
+	var calls []*agentrunner.Event
+	rt := mock.New(mock.Options{Now: f.clock.Now})
+	exec, err := execsvc.NewClient(f.ws.Config.ExecutionService.URL, "", 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(Options{
+		Workspace: f.ws, Store: f.store, Exec: exec, Clock: f.clock, MCPCommand: "/usr/local/bin/agentrunner",
+		Runtimes: map[string]agentrunner.Runtime{"mock": rt, "claude-code": childLike{store: f.store, mock: rt}},
+		OnEvent: func(ev *agentrunner.Event) {
+			if ev.Type == tool.EventToolCall {
+				mu.Lock()
+				calls = append(calls, ev)
+				mu.Unlock()
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := f.runOnce(e); c.Status != agentrunner.CycleCompleted {
+		t.Fatalf("cycle %s: %s", c.Status, c.Error)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(calls) != 1 || calls[0].Step != "research" || calls[0].Details["tool"] != "web_search" {
+		t.Errorf("tool calls reported: %+v, want research's one web_search", calls)
 	}
 }

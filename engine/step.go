@@ -20,6 +20,7 @@ import (
 	"github.com/agentrunner/agentrunner/mcp"
 	"github.com/agentrunner/agentrunner/memory"
 	"github.com/agentrunner/agentrunner/prompt"
+	"github.com/agentrunner/agentrunner/tool"
 )
 
 // outcome is what running a step produced, to be committed with the
@@ -126,10 +127,17 @@ func (e *Engine) runAgent(ctx context.Context, c *agentrunner.Cycle, step *confi
 		os.Remove(inv.OutputPath) // the attempt never mistakes its earlier run's file for its own
 	}
 
+	var lastEvent int64 // a child's tool calls are its events after this one
+	if inv.MCPConfig != "" {
+		lastEvent = e.lastEventID(ctx)
+	}
 	runCtx, cancel := context.WithTimeout(ctx, inv.Timeout)
 	defer cancel()
 	e.busy(inv.Timeout + e.cfg.Providers[agent.Provider].KillGrace.D())
 	res, err := e.runtimes[agent.Provider].Run(runCtx, inv)
+	if inv.MCPConfig != "" {
+		e.reportChildToolCalls(ctx, c, step.ID, lastEvent)
+	}
 	if res != nil {
 		out.exitCode, out.usage = res.ExitCode, res.Usage
 	}
@@ -171,6 +179,36 @@ func (e *Engine) runAgent(ctx context.Context, c *agentrunner.Cycle, step *confi
 		"artifact": agent.Output.File, "path": dst, "bytes": len(data), "sha256": artifact.Hash(data),
 	})
 	return out, e.deliver(c, step, data, "", out)
+}
+
+// lastEventID returns the id of the newest event, 0 if there is none or
+// the store cannot say.
+func (e *Engine) lastEventID(ctx context.Context) int64 {
+	evs, err := e.store.Events(ctx, agentrunner.EventFilter{Newest: true, Limit: 1})
+	if err != nil || len(evs) == 0 {
+		return 0
+	}
+	return evs[0].ID
+}
+
+// reportChildToolCalls hands the tool calls a process agent made through
+// its MCP server (another process, which committed them itself) to
+// OnEvent, so this process's metrics count them too. Failing to read them
+// costs only the metrics, not the step.
+func (e *Engine) reportChildToolCalls(ctx context.Context, c *agentrunner.Cycle, step string, after int64) {
+	if e.onEvent == nil {
+		return
+	}
+	evs, err := e.store.Events(ctx, agentrunner.EventFilter{CycleID: c.ID, AfterID: after, Type: tool.EventToolCall})
+	if err != nil {
+		e.log.Warn("reading a process agent's tool calls", "cycle_id", c.ID, "step", step, "error", err)
+		return
+	}
+	for _, ev := range evs {
+		if ev.Step == step {
+			e.onEvent(ev)
+		}
+	}
 }
 
 // inputs resolves an agent's inputs to paths (FR-039/151), in configuration
