@@ -326,6 +326,7 @@ func (e *Engine) inputPaths(c *agentrunner.Cycle, step string) []string {
 // broadcast or status. Each message has a stable id, so a retried step
 // replaces its earlier message instead of adding a second one.
 func (e *Engine) deliver(c *agentrunner.Cycle, step *config.Step, data []byte, note string, out *outcome) error {
+	var ds []mailbox.Delivery // deposited together: one directory fsync for all
 	var spans []artifact.Span // the artifact's sections, found once for all deliveries
 	sections := func() []artifact.Span {
 		if spans == nil {
@@ -346,18 +347,23 @@ func (e *Engine) deliver(c *agentrunner.Cycle, step *config.Step, data []byte, n
 			body += "\n\n" + quote
 		}
 		for _, to := range d.To {
-			msg := mailbox.Message{
+			ds = append(ds, mailbox.Delivery{Agent: to, Msg: mailbox.Message{
 				ID: fmt.Sprintf("%s/%s/%s/%s", c.ID, step.ID, d.Kind, to), Time: e.clock.Now(),
 				From: step.ID, Kind: mailbox.Kind(d.Kind), CycleID: c.ID, Body: body,
-			}
-			replaced, err := e.boxes.Deposit(to, msg)
-			if err != nil {
-				return agentrunner.Fail(agentrunner.ClassInternal, "deliver to mailbox of %s: %v", to, err)
-			}
-			out.add(e, c, step.ID, agentrunner.EventMailboxDelivered, agentrunner.LevelInfo, map[string]any{
-				"to": to, "kind": d.Kind, "id": msg.ID, "replaced": replaced, "bytes": len(body),
-			})
+			}})
 		}
+	}
+	if len(ds) == 0 {
+		return nil
+	}
+	replaced, err := e.boxes.DepositAll(ds)
+	if err != nil {
+		return agentrunner.Fail(agentrunner.ClassInternal, "deliver to mailboxes: %v", err)
+	}
+	for i, d := range ds {
+		out.add(e, c, step.ID, agentrunner.EventMailboxDelivered, agentrunner.LevelInfo, map[string]any{
+			"to": d.Agent, "kind": string(d.Msg.Kind), "id": d.Msg.ID, "replaced": replaced[i], "bytes": len(d.Msg.Body),
+		})
 	}
 	return nil
 }

@@ -214,48 +214,87 @@ func (m *Mailboxes) Path(agent string) string {
 // msg.Time is stored in UTC. The file is rewritten atomically; when the
 // current file is corrupt, Deposit fails and leaves it as it is.
 func (m *Mailboxes) Deposit(agent string, msg Message) (replaced bool, err error) {
-	if err := ValidateAgent(agent); err != nil {
+	r, err := m.DepositAll([]Delivery{{Agent: agent, Msg: msg}})
+	if err != nil {
 		return false, err
 	}
-	if err := msg.Validate(); err != nil {
-		return false, agentrunner.Errorf(agentrunner.EINVALID, "message for mailbox of %s: %v", agent, err)
+	return r[0], nil
+}
+
+// Delivery is one message for one agent's mailbox.
+type Delivery struct {
+	Agent string
+	Msg   Message
+}
+
+// DepositAll makes several deposits, in order, as Deposit does, with one
+// fsync of the mailbox directory for all of them: a step delivers to a few
+// mailboxes at once. replaced[i] tells whether ds[i] replaced a message.
+// Nothing is written if any message is invalid or any mailbox it goes to
+// is corrupt; each mailbox file is replaced atomically.
+func (m *Mailboxes) DepositAll(ds []Delivery) (replaced []bool, err error) {
+	for i := range ds {
+		if err := ValidateAgent(ds[i].Agent); err != nil {
+			return nil, err
+		}
+		if err := ds[i].Msg.Validate(); err != nil {
+			return nil, agentrunner.Errorf(agentrunner.EINVALID, "message for mailbox of %s: %v", ds[i].Agent, err)
+		}
 	}
-	msg.Time = msg.Time.UTC()
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 
-	path := m.Path(agent)
-	msgs, err := m.current(path)
-	if err != nil {
-		return false, err
-	}
-	for i := range msgs {
-		if msgs[i].ID == msg.ID {
-			msgs[i] = msg
-			replaced = true
-			break
+	boxes := map[string][]Message{}
+	var paths []string // in the order first deposited to
+	replaced = make([]bool, len(ds))
+	for i, d := range ds {
+		msg := d.Msg
+		msg.Time = msg.Time.UTC()
+		path := m.Path(d.Agent)
+		msgs, seen := boxes[path]
+		if !seen {
+			if msgs, err = m.current(path); err != nil {
+				return nil, err
+			}
+			paths = append(paths, path)
 		}
-	}
-	if !replaced {
-		msgs = append(msgs, msg)
-	}
-	if len(msgs) > m.max {
-		msgs = msgs[len(msgs)-m.max:]
+		for j := range msgs {
+			if msgs[j].ID == msg.ID {
+				msgs[j] = msg
+				replaced[i] = true
+				break
+			}
+		}
+		if !replaced[i] {
+			msgs = append(msgs, msg)
+		}
+		if len(msgs) > m.max {
+			msgs = msgs[len(msgs)-m.max:]
+		}
+		boxes[path] = msgs
 	}
 
-	data, err := encode(msgs)
-	if err != nil {
-		return false, fmt.Errorf("encode mailbox %s: %w", path, err)
+	files := make([]atomicfile.File, len(paths))
+	for i, path := range paths {
+		data, err := encode(boxes[path])
+		if err != nil {
+			return nil, fmt.Errorf("encode mailbox %s: %w", path, err)
+		}
+		files[i] = atomicfile.File{Path: path, Data: data, Perm: filePerm}
 	}
-	if err := atomicfile.WriteFile(path, data, filePerm); err != nil {
-		delete(m.last, path)
-		return false, fmt.Errorf("write mailbox of %s: %w", agent, err)
+	if err := atomicfile.WriteFiles(files); err != nil {
+		for _, path := range paths {
+			delete(m.last, path)
+		}
+		return nil, fmt.Errorf("write mailboxes: %w", err)
 	}
-	if id, err := statID(path); err == nil {
-		m.last[path] = cached{id: id, msgs: msgs}
-	} else {
-		delete(m.last, path)
+	for _, path := range paths {
+		if id, err := statID(path); err == nil {
+			m.last[path] = cached{id: id, msgs: boxes[path]}
+		} else {
+			delete(m.last, path)
+		}
 	}
 	return replaced, nil
 }

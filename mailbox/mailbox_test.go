@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/internal/atomicfile"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -551,5 +552,46 @@ func TestDepositSeesChangesMadeByOthers(t *testing.T) {
 	os.WriteFile(path, []byte("not json\n"), 0o644)
 	if _, err := m.Deposit("plan", msg("e", 4)); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("deposit on a corrupted mailbox: %v, want ErrCorrupt", err)
+	}
+}
+
+func TestDepositAllWritesEachMailboxOnceWithOneDirectorySync(t *testing.T) {
+	m := newBoxes(t, 5)
+	deposit(t, m, "plan", msg("old", 0))
+	before := atomicfile.Syncs()
+	replaced, err := m.DepositAll([]Delivery{
+		{Agent: "plan", Msg: msg("a", 1)},
+		{Agent: "research", Msg: msg("b", 2)},
+		{Agent: "plan", Msg: msg("old", 3)}, // replaces the earlier message
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]bool{false, false, true}, replaced); diff != "" {
+		t.Errorf("replaced (-want +got):\n%s", diff)
+	}
+	if got := atomicfile.Syncs() - before; got != 3 {
+		t.Errorf("fsyncs = %d, want 3 (two mailbox files, one directory)", got)
+	}
+	for agent, want := range map[string][]string{"plan": {"old", "a"}, "research": {"b"}} {
+		got, err := m.Read(agent, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, ids(got)); diff != "" {
+			t.Errorf("%s ids (-want +got):\n%s", agent, diff)
+		}
+	}
+}
+
+func TestDepositAllWritesNothingWhenOneMailboxIsCorrupt(t *testing.T) {
+	m := newBoxes(t, 5)
+	os.WriteFile(m.Path("research"), []byte("not json\n"), 0o644)
+	_, err := m.DepositAll([]Delivery{{Agent: "plan", Msg: msg("a", 1)}, {Agent: "research", Msg: msg("b", 2)}})
+	if !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("err = %v, want ErrCorrupt", err)
+	}
+	if _, err := os.Stat(m.Path("plan")); !os.IsNotExist(err) {
+		t.Errorf("plan's mailbox was written although the batch failed: %v", err)
 	}
 }

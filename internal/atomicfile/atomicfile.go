@@ -14,6 +14,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"syscall"
@@ -29,29 +30,73 @@ func Syncs() int64 { return syncs.Load() }
 // in the same directory (so the rename cannot cross file systems), fsyncs
 // it, renames it over path and fsyncs the directory. The file gets exactly
 // perm, whatever the umask: readers in other accounts may depend on it.
-func WriteFile(path string, data []byte, perm os.FileMode) (err error) {
-	dir := filepath.Dir(path)
-	prefix := filepath.Join(dir, "."+filepath.Base(path)+".tmp-")
-	var tmp string
+func WriteFile(path string, data []byte, perm os.FileMode) error {
+	return WriteFiles([]File{{Path: path, Data: data, Perm: perm}})
+}
+
+// File is one file for WriteFiles.
+type File struct {
+	Path string
+	Data []byte
+	Perm os.FileMode
+}
+
+// WriteFiles replaces several files as WriteFile does, each atomically,
+// with one fsync per directory for all of them: every temporary file is
+// written and fsynced, then all are renamed, then their directories are
+// fsynced. If a rename fails, the files renamed before it keep their new
+// content.
+func WriteFiles(files []File) (err error) {
+	temps := make([]string, 0, len(files))
+	defer func() {
+		if err != nil {
+			for _, tmp := range temps {
+				syscall.Unlink(tmp) // gone already if it was renamed
+			}
+		}
+	}()
+	for _, f := range files {
+		tmp, err := writeTemp(f)
+		if err != nil {
+			return err
+		}
+		temps = append(temps, tmp)
+	}
+	var dirs []string
+	for i, f := range files {
+		if err := rename(temps[i], f.Path); err != nil {
+			return err
+		}
+		if dir := filepath.Dir(f.Path); !slices.Contains(dirs, dir) {
+			dirs = append(dirs, dir)
+		}
+	}
+	for _, dir := range dirs {
+		if err := SyncDir(dir); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeTemp writes f's data to a new temporary file beside f.Path, with
+// f.Perm, and fsyncs it.
+func writeTemp(f File) (tmp string, err error) {
+	prefix := filepath.Join(filepath.Dir(f.Path), "."+filepath.Base(f.Path)+".tmp-")
 	var fd int
 	for try := 0; ; try++ {
 		tmp = prefix + strconv.FormatUint(rand.Uint64(), 36)
-		fd, err = open(tmp, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL, perm)
+		fd, err = open(tmp, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL, f.Perm)
 		if err == nil {
 			break
 		}
 		if !errors.Is(err, os.ErrExist) || try == 100 {
-			return fmt.Errorf("create temporary file for %s: %w", path, err)
+			return "", fmt.Errorf("create temporary file for %s: %w", f.Path, err)
 		}
 	}
-	defer func() {
-		if err != nil {
-			syscall.Unlink(tmp)
-		}
-	}()
-	err = write(fd, data)
+	err = write(fd, f.Data)
 	if err == nil {
-		err = syscall.Fchmod(fd, uint32(perm.Perm()))
+		err = syscall.Fchmod(fd, uint32(f.Perm.Perm()))
 	}
 	if err == nil {
 		err = fsync(fd)
@@ -60,12 +105,10 @@ func WriteFile(path string, data []byte, perm os.FileMode) (err error) {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("write %s: %w", tmp, err)
+		syscall.Unlink(tmp)
+		return "", fmt.Errorf("write %s: %w", tmp, err)
 	}
-	if err = rename(tmp, path); err != nil {
-		return err
-	}
-	return SyncDir(dir)
+	return tmp, nil
 }
 
 // Write creates or truncates path and writes data, with no fsync: for the

@@ -156,3 +156,50 @@ func TestWriteFileSetsThePermissionWhateverTheUmask(t *testing.T) {
 		t.Errorf("mode = %v under umask 077, want 0644", fi.Mode().Perm())
 	}
 }
+
+func TestWriteFilesSyncsEachDirectoryOnce(t *testing.T) {
+	a, b := t.TempDir(), t.TempDir()
+	files := []File{
+		{Path: filepath.Join(a, "one"), Data: []byte("1"), Perm: 0o644},
+		{Path: filepath.Join(a, "two"), Data: []byte("2"), Perm: 0o600},
+		{Path: filepath.Join(b, "three"), Data: []byte("3"), Perm: 0o644},
+	}
+	before := Syncs()
+	if err := WriteFiles(files); err != nil {
+		t.Fatal(err)
+	}
+	if got := Syncs() - before; got != 5 {
+		t.Errorf("fsyncs = %d, want 5 (three files, two directories)", got)
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f.Path)
+		if err != nil || string(data) != string(f.Data) {
+			t.Errorf("%s = %q, %v; want %q", f.Path, data, err, f.Data)
+		}
+	}
+	if entries, _ := os.ReadDir(a); len(entries) != 2 {
+		t.Errorf("%s holds %d entries, want two (no temporary file left)", a, len(entries))
+	}
+}
+
+func TestWriteFilesFailingRenameLeavesNoTemporaryFile(t *testing.T) {
+	dir := t.TempDir()
+	os.Mkdir(filepath.Join(dir, "blocked"), 0o755) // a directory in the way of the second rename
+	err := WriteFiles([]File{
+		{Path: filepath.Join(dir, "first"), Data: []byte("1"), Perm: 0o644},
+		{Path: filepath.Join(dir, "blocked"), Data: []byte("2"), Perm: 0o644},
+		{Path: filepath.Join(dir, "third"), Data: []byte("3"), Perm: 0o644},
+	})
+	if err == nil {
+		t.Fatal("want an error")
+	}
+	entries, _ := os.ReadDir(dir)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	// The first file was renamed before the failure; no temporary file stays.
+	if strings.Join(names, ",") != "blocked,first" {
+		t.Errorf("directory holds %v, want [blocked first]", names)
+	}
+}
