@@ -135,8 +135,28 @@ func (c *MarkdownContract) Sections() []Section {
 // template order at its level and not empty, required tables with their
 // columns and rows, and no unfilled placeholders.
 func (c *MarkdownContract) Validate(data []byte) []Problem {
+	problems, _ := c.validate(data)
+	return problems
+}
+
+// CheckSections is Check for a markdown contract that also returns the
+// artifact's sections, found in the same parse, for a caller that quotes
+// them next (nil when the artifact is empty).
+func (c *MarkdownContract) CheckSections(artifact string, data []byte) ([]Span, error) {
+	problems, doc := c.validate(data)
+	var spans []Span
+	if doc != nil {
+		spans = doc.sections()
+	}
+	if len(problems) > 0 {
+		return spans, &ValidationError{Artifact: artifact, Problems: problems}
+	}
+	return spans, nil
+}
+
+func (c *MarkdownContract) validate(data []byte) ([]Problem, *mdDocument) {
 	if isBlank(data) {
-		return []Problem{problemEmpty}
+		return []Problem{problemEmpty}, nil
 	}
 	doc := parseMarkdown(data)
 	v := &mdValidation{doc: doc, used: make([]bool, len(doc.headings))}
@@ -148,7 +168,7 @@ func (c *MarkdownContract) Validate(data []byte) []Problem {
 	}
 	v.matchScope(c.roots, 0, len(doc.headings))
 	v.problems = append(v.problems, doc.unfilledPlaceholders()...)
-	return v.problems
+	return v.problems, doc
 }
 
 // mdValidation is the state of one Validate call.

@@ -417,3 +417,34 @@ func FuzzMarkdownContract(f *testing.F) {
 		}
 	})
 }
+
+// TestCheckSectionsIsCheckAndMarkdownSectionsInOneParse: the engine
+// validates an artifact and quotes its sections from one parse; the
+// answers must be those of the two separate calls.
+func TestCheckSectionsIsCheckAndMarkdownSectionsInOneParse(t *testing.T) {
+	c, err := NewMarkdownContract([]byte("# Plan\n\n## Summary\n\n<!-- two lines -->\n\n## Handoff\n\n<!-- for research -->\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range []string{
+		"# Plan\n\n## Summary\n\nBuy the dip.\n\n## Handoff\n\nLook at ETH.\n",
+		"# Plan\n\n## Summary\n\nOnly a summary.\n",
+		"   \n",
+	} {
+		spans, err := c.CheckSections("plan.md", []byte(doc))
+		want := Check(c, "plan.md", []byte(doc))
+		if (err == nil) != (want == nil) || (err != nil && err.Error() != want.Error()) {
+			t.Errorf("%q: error %v, want %v", doc, err, want)
+		}
+		wantSpans := MarkdownSections([]byte(doc))
+		if len(wantSpans) == 0 {
+			wantSpans = nil
+		}
+		if len(spans) == 0 {
+			spans = nil
+		}
+		if diff := cmp.Diff(wantSpans, spans); diff != "" {
+			t.Errorf("%q: sections (-want +got):\n%s", doc, diff)
+		}
+	}
+}

@@ -23,7 +23,11 @@ type Span struct {
 // found the same way contracts find them (top-level headings only; none
 // inside code fences).
 func MarkdownSections(src []byte) []Span {
-	d := parseMarkdown(src)
+	return parseMarkdown(src).sections()
+}
+
+func (d *mdDocument) sections() []Span {
+	src := d.src
 	spans := make([]Span, len(d.headings))
 	for i, h := range d.headings {
 		pos := blockPos(d.blocks[h.block])

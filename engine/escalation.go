@@ -170,7 +170,7 @@ func (e *Engine) skip(ctx context.Context, c *agentrunner.Cycle, s *config.Step,
 	}
 	out := &outcome{}
 	note := fmt.Sprintf("%s failed; %s of cycle %s stands in for it: %s", s.ID, file, fb.cycleID, dst)
-	if err := e.deliver(c, s, fb.data, note, out); err != nil {
+	if err := e.deliver(c, s, fb.data, nil, note, out); err != nil {
 		return c, nil, err
 	}
 	ch.Events = append(ch.Events, out.events...)

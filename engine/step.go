@@ -151,7 +151,8 @@ func (e *Engine) runAgent(ctx context.Context, c *agentrunner.Cycle, step *confi
 	if err != nil {
 		return out, agentrunner.Fail(agentrunner.ClassInvalidOutput, "the agent wrote no %s (expected at %s)", agent.Output.File, inv.OutputPath)
 	}
-	if err := artifact.Check(agent.Contract, agent.Output.File, data); err != nil {
+	spans, err := check(agent.Contract, agent.Output.File, data)
+	if err != nil {
 		var ve *artifact.ValidationError
 		problems := []string{err.Error()}
 		if errors.As(err, &ve) {
@@ -178,7 +179,16 @@ func (e *Engine) runAgent(ctx context.Context, c *agentrunner.Cycle, step *confi
 	out.add(e, c, step.ID, agentrunner.EventArtifactAccepted, agentrunner.LevelInfo, map[string]any{
 		"artifact": agent.Output.File, "path": dst, "bytes": len(data), "sha256": artifact.Hash(data),
 	})
-	return out, e.deliver(c, step, data, "", out)
+	return out, e.deliver(c, step, data, spans, "", out)
+}
+
+// check validates an artifact; a markdown one also gives its sections,
+// found in the same parse, for the deliveries that quote them.
+func check(c artifact.Contract, file string, data []byte) ([]artifact.Span, error) {
+	if mc, ok := c.(*artifact.MarkdownContract); ok {
+		return mc.CheckSections(file, data)
+	}
+	return nil, artifact.Check(c, file, data)
 }
 
 // lastEventID returns the id of the newest event, 0 if there is none or
@@ -325,9 +335,10 @@ func (e *Engine) inputPaths(c *agentrunner.Cycle, step string) []string {
 // deliver deposits the step's messages (Appendix A): forward, backward,
 // broadcast or status. Each message has a stable id, so a retried step
 // replaces its earlier message instead of adding a second one.
-func (e *Engine) deliver(c *agentrunner.Cycle, step *config.Step, data []byte, note string, out *outcome) error {
+func (e *Engine) deliver(c *agentrunner.Cycle, step *config.Step, data []byte, spans []artifact.Span, note string, out *outcome) error {
 	var ds []mailbox.Delivery // deposited together: one directory fsync for all
-	var spans []artifact.Span // the artifact's sections, found once for all deliveries
+	// The artifact's sections (spans, when the caller has them) are found
+	// once for all deliveries.
 	sections := func() []artifact.Span {
 		if spans == nil {
 			spans = artifact.MarkdownSections(data)
