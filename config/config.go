@@ -185,6 +185,9 @@ type Output struct {
 	Template string `yaml:"template"`
 	// Schema is the JSON Schema of a JSON artifact.
 	Schema string `yaml:"schema"`
+	// MaxBytes is the largest output accepted: a larger one fails the
+	// attempt as invalid output, unread. Default DefaultMaxArtifactBytes.
+	MaxBytes int `yaml:"max_bytes"`
 }
 
 // Pipeline is the graph of steps one cycle runs.

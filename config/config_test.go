@@ -69,6 +69,7 @@ func TestValidConfigGetsDefaults(t *testing.T) {
 		PlanProvider, ReportProvider    string
 		PlanTimeout, ReportTimeout      time.Duration
 		Providers                       []string
+		PlanMaxBytes                    int
 	}
 	got := summary{
 		Artifacts: c.ArtifactsDir, State: c.State.Path, Tools: c.ToolsFile, Listen: c.Server.Listen,
@@ -76,13 +77,14 @@ func TestValidConfigGetsDefaults(t *testing.T) {
 		ExecTimeout: c.ExecutionService.Timeout.D(), MaxMessages: c.Mailbox.MaxMessages,
 		PlanProvider: c.Agents["plan"].Provider, ReportProvider: c.Agents["report"].Provider,
 		PlanTimeout: c.Agents["plan"].Timeout.D(), ReportTimeout: c.Agents["report"].Timeout.D(),
-		Providers: slices.Sorted(maps.Keys(c.Providers)),
+		Providers:    slices.Sorted(maps.Keys(c.Providers)),
+		PlanMaxBytes: c.Agents["plan"].Output.MaxBytes,
 	}
 	want := summary{
 		Artifacts: "./artifacts", State: "artifacts/state.db", Tools: "tools.md", Listen: "127.0.0.1:8080",
 		Every: 6 * time.Hour, Min: time.Hour, Max: 24 * time.Hour, ExecTimeout: 2 * time.Hour, MaxMessages: 5,
 		PlanProvider: "mock", ReportProvider: "cli", PlanTimeout: 20 * time.Minute, ReportTimeout: 30 * time.Minute,
-		Providers: []string{"cli", "mock"},
+		Providers: []string{"cli", "mock"}, PlanMaxBytes: 8 << 20,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
@@ -230,6 +232,7 @@ func TestValidationReportsEveryProblem(t *testing.T) {
 			`agentrunner.yaml:33:37: execution_service.token_env: "sk-123" is not an environment variable name (give the name of the variable that holds the token, not the token)`,
 		}},
 		{"output and inputs", func(s string) string {
+			s = strings.Replace(s, "{file: report.md, template: templates/report.md}", "{file: report.md, template: templates/report.md, max_bytes: 0}", 1)
 			s = strings.Replace(s, "{file: plan.md, template: templates/plan.md}", "{file: ../plan.md, template: templates/plan.md}", 1)
 			s = strings.Replace(s, "{memory: plan}", "{memory: report}", 1)
 			return strings.Replace(s, "{artifact: report.md, history: {last: 3}}", "{artifact: report.md, history: {}}", 1)
@@ -237,6 +240,7 @@ func TestValidationReportsEveryProblem(t *testing.T) {
 			`agentrunner.yaml:16:14: agents.plan.output.file: must be a file name without directories, got "../plan.md"`,
 			`agentrunner.yaml:14:10: agents.plan.inputs[0].memory: "report" is not an agent with memory: true`,
 			`agentrunner.yaml:15:31: agents.plan.inputs[1].history: set last, within or both`,
+			`agentrunner.yaml:22:62: agents.report.output.max_bytes: must be at least 1, got 0`,
 		}},
 		{"delivery", func(s string) string {
 			return strings.Replace(s, "[{kind: forward, to: [report], section: Questions}]", "[{kind: sideways, to: [nobody], field: /x}]", 1)

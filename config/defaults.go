@@ -46,6 +46,9 @@ const (
 	DefaultEventRetention   = 30 * 24 * time.Hour
 	DefaultMinFreeDiskMiB   = 1024
 	DefaultMaxEngineLag     = time.Minute
+	// DefaultMaxArtifactBytes bounds an agent's output: far above any
+	// useful artifact, far below what would strain the runner's memory.
+	DefaultMaxArtifactBytes = 8 << 20
 )
 
 // DataTools are the tool kinds whose default timeout is a data query's.
@@ -111,6 +114,7 @@ func (c *Config) WithDefaults() {
 		}
 		orDefault(c, "agents."+name+".max_turns", &a.MaxTurns, c.Defaults.MaxTurns)
 		orDefault(c, "agents."+name+".max_tokens", &a.MaxTokens, c.Defaults.MaxTokens)
+		orDefault(c, "agents."+name+".output.max_bytes", &a.Output.MaxBytes, DefaultMaxArtifactBytes)
 		if a.RepairTurns == nil {
 			a.RepairTurns = c.Defaults.RepairTurns
 		}

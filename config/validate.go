@@ -208,6 +208,9 @@ func (v *validator) agent(name string, a *Agent) {
 	case out.Schema != "" && filepath.Ext(out.File) != ".json":
 		v.add(key+".output.schema", "a schema only applies to a JSON artifact")
 	}
+	if out.MaxBytes < 1 {
+		v.add(key+".output.max_bytes", "must be at least 1, got %d", out.MaxBytes)
+	}
 	for i, in := range a.Inputs {
 		ik := fmt.Sprintf("%s.inputs[%d]", key, i)
 		switch {

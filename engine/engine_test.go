@@ -254,14 +254,21 @@ func TestRetriesExhaustedEndsTheCycle(t *testing.T) {
 // once (FR-047), nothing reaches the cycle dir, and the reason is recorded.
 func TestBadOutputIsNotRetried(t *testing.T) {
 	for _, tt := range []struct {
-		fault mock.Fault
-		want  string
+		name     string
+		fault    mock.Fault
+		maxBytes int
+		want     string
 	}{
-		{mock.Invalid, "artifact strategy.json breaks its contract"},
-		{mock.Silent, "the agent wrote no strategy.json"},
+		{"invalid", mock.Invalid, 0, "artifact strategy.json breaks its contract"},
+		{"silent", mock.Silent, 0, "the agent wrote no strategy.json"},
+		{"too large", mock.NoFault, 100, "the agent's strategy.json is"},
 	} {
-		t.Run(string(tt.fault), func(t *testing.T) {
-			f := newFixture(t, execsvc.MockOptions{}, nil)
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, execsvc.MockOptions{}, func(c *config.Config) {
+				if tt.maxBytes > 0 {
+					c.Agents["synthesis"].Output.MaxBytes = tt.maxBytes
+				}
+			})
 			f.fail("synthesize", tt.fault)
 			c := f.runOnce(f.engine())
 			if c.Status != agentrunner.CycleHalted || !strings.Contains(c.Error, tt.want) {

@@ -147,7 +147,10 @@ func (e *Engine) runAgent(ctx context.Context, c *agentrunner.Cycle, step *confi
 		}
 		return out, err
 	}
-	data, err := atomicfile.ReadFile(inv.OutputPath)
+	data, err := atomicfile.ReadFileLimit(inv.OutputPath, int64(agent.Output.MaxBytes))
+	if tl := (*atomicfile.TooLargeError)(nil); errors.As(err, &tl) {
+		return out, agentrunner.Fail(agentrunner.ClassInvalidOutput, "the agent's %s is %d bytes or more, over output.max_bytes (%d)", agent.Output.File, tl.Size, tl.Limit)
+	}
 	if err != nil {
 		return out, agentrunner.Fail(agentrunner.ClassInvalidOutput, "the agent wrote no %s (expected at %s)", agent.Output.File, inv.OutputPath)
 	}

@@ -130,7 +130,23 @@ func Write(path string, data []byte, perm os.FileMode) error {
 }
 
 // ReadFile reads a whole file, as os.ReadFile does.
-func ReadFile(path string) ([]byte, error) {
+func ReadFile(path string) ([]byte, error) { return ReadFileLimit(path, -1) }
+
+// TooLargeError is ReadFileLimit's answer for a file over its limit.
+type TooLargeError struct {
+	Path  string
+	Size  int64 // at least this many bytes
+	Limit int64
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("%s holds %d bytes or more, over the limit of %d", e.Path, e.Size, e.Limit)
+}
+
+// ReadFileLimit reads a whole file of at most limit bytes (any size when
+// limit is negative). A larger file is not read into memory: the error is
+// a *TooLargeError.
+func ReadFileLimit(path string, limit int64) ([]byte, error) {
 	fd, err := open(path, syscall.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
@@ -140,9 +156,13 @@ func ReadFile(path string) ([]byte, error) {
 	if err := syscall.Fstat(fd, &st); err != nil {
 		return nil, &os.PathError{Op: "stat", Path: path, Err: err}
 	}
+	size := max(st.Size, 0)
+	if limit >= 0 && size > limit {
+		return nil, &TooLargeError{Path: path, Size: size, Limit: limit}
+	}
 	// One byte more than the size, so the read that finds the end needs no
 	// new buffer when the size was right.
-	data := make([]byte, 0, int(max(st.Size, 0))+1)
+	data := make([]byte, 0, int(size)+1)
 	for {
 		n, err := syscall.Read(fd, data[len(data):cap(data)])
 		if err == syscall.EINTR {
@@ -155,6 +175,9 @@ func ReadFile(path string) ([]byte, error) {
 			return data, nil
 		}
 		data = data[:len(data)+n]
+		if limit >= 0 && int64(len(data)) > limit { // it grew after the stat
+			return nil, &TooLargeError{Path: path, Size: int64(len(data)), Limit: limit}
+		}
 		if len(data) == cap(data) {
 			data = append(data, 0)[:len(data)]
 		}

@@ -203,3 +203,19 @@ func TestWriteFilesFailingRenameLeavesNoTemporaryFile(t *testing.T) {
 		t.Errorf("directory holds %v, want [blocked first]", names)
 	}
 }
+
+func TestReadFileLimitRefusesALargerFileUnread(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "out.md")
+	os.WriteFile(path, []byte("0123456789"), 0o644)
+	if data, err := ReadFileLimit(path, 10); err != nil || string(data) != "0123456789" {
+		t.Errorf("at the limit: %q, %v", data, err)
+	}
+	_, err := ReadFileLimit(path, 9)
+	var tl *TooLargeError
+	if !errors.As(err, &tl) || tl.Size != 10 || tl.Limit != 9 {
+		t.Errorf("over the limit: %v, want a TooLargeError of 10 bytes over 9", err)
+	}
+	if data, err := ReadFileLimit(path, -1); err != nil || len(data) != 10 {
+		t.Errorf("no limit: %q, %v", data, err)
+	}
+}
