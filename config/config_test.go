@@ -47,8 +47,6 @@ execution_service: {url: "http://127.0.0.1:9090"}
 tools: {web_search: {}, web_fetch: {}}
 `
 
-func noEnv(string) (string, bool) { return "", false }
-
 func parse(t *testing.T, src string, env map[string]string) (*Config, error) {
 	t.Helper()
 	return Parse("agentrunner.yaml", []byte(src), func(k string) (string, bool) {
