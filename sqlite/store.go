@@ -285,9 +285,30 @@ func translate(err error, what string) error {
 	return fmt.Errorf("%s: %w", what, err)
 }
 
+// scanner is a row to scan: *sql.Row or *sql.Rows.
+type scanner interface{ Scan(...any) error }
+
+// queryAll runs a read query and scans each of its rows.
+func queryAll[T any](ctx context.Context, db *sql.DB, scan func(scanner) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
 const cycleColumns = `id, pipeline, status, step, last_completed_step, dir, started_at, ended_at, error`
 
-func scanCycle(row interface{ Scan(...any) error }) (*agentrunner.Cycle, error) {
+func scanCycle(row scanner) (*agentrunner.Cycle, error) {
 	var c agentrunner.Cycle
 	var started, ended sql.NullString
 	if err := row.Scan(&c.ID, &c.Pipeline, &c.Status, &c.Step, &c.LastCompletedStep, &c.Dir, &started, &ended, &c.Error); err != nil {
@@ -338,57 +359,40 @@ func (s *Store) Cycles(ctx context.Context, f agentrunner.CycleFilter) ([]*agent
 		q += ` LIMIT ?`
 		args = append(args, f.Limit)
 	}
-	rows, err := s.read.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []*agentrunner.Cycle
-	for rows.Next() {
-		c, err := scanCycle(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, s.read, scanCycle, q, args...)
 }
 
 // Attempts lists a cycle's attempts in the order they were made.
 func (s *Store) Attempts(ctx context.Context, cycleID string) ([]*agentrunner.Attempt, error) {
-	rows, err := s.read.QueryContext(ctx, `
+	return queryAll(ctx, s.read, scanAttempt, `
 		SELECT cycle_id, step, number, agent, status, error_class, error, not_before, started_at, ended_at,
 			exit_code, output_path, dir, input_tokens, output_tokens, cached_tokens, turns, tool_calls, retry_base
 		FROM attempts WHERE cycle_id = ? ORDER BY rowid`, cycleID)
-	if err != nil {
+}
+
+func scanAttempt(row scanner) (*agentrunner.Attempt, error) {
+	var a agentrunner.Attempt
+	var notBefore, started, ended sql.NullString
+	var exit sql.NullInt64
+	if err := row.Scan(&a.CycleID, &a.Step, &a.Number, &a.Agent, &a.Status, &a.ErrorClass, &a.Error,
+		&notBefore, &started, &ended, &exit, &a.OutputPath, &a.Dir,
+		&a.Usage.InputTokens, &a.Usage.OutputTokens, &a.Usage.CachedTokens, &a.Usage.Turns, &a.Usage.ToolCalls, &a.RetryBase); err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []*agentrunner.Attempt
-	for rows.Next() {
-		var a agentrunner.Attempt
-		var notBefore, started, ended sql.NullString
-		var exit sql.NullInt64
-		if err := rows.Scan(&a.CycleID, &a.Step, &a.Number, &a.Agent, &a.Status, &a.ErrorClass, &a.Error,
-			&notBefore, &started, &ended, &exit, &a.OutputPath, &a.Dir,
-			&a.Usage.InputTokens, &a.Usage.OutputTokens, &a.Usage.CachedTokens, &a.Usage.Turns, &a.Usage.ToolCalls, &a.RetryBase); err != nil {
+	if exit.Valid {
+		code := int(exit.Int64)
+		a.ExitCode = &code
+	}
+	var err error
+	for _, t := range []struct {
+		dst *time.Time
+		src sql.NullString
+	}{{&a.NotBefore, notBefore}, {&a.StartedAt, started}, {&a.EndedAt, ended}} {
+		if *t.dst, err = decodeTime(t.src); err != nil {
 			return nil, err
 		}
-		if exit.Valid {
-			code := int(exit.Int64)
-			a.ExitCode = &code
-		}
-		for _, t := range []struct {
-			dst *time.Time
-			src sql.NullString
-		}{{&a.NotBefore, notBefore}, {&a.StartedAt, started}, {&a.EndedAt, ended}} {
-			if *t.dst, err = decodeTime(t.src); err != nil {
-				return nil, err
-			}
-		}
-		out = append(out, &a)
 	}
-	return out, rows.Err()
+	return &a, nil
 }
 
 // Events lists events oldest first.
@@ -431,30 +435,26 @@ func (s *Store) Events(ctx context.Context, f agentrunner.EventFilter) ([]*agent
 		q += ` LIMIT ?`
 		args = append(args, f.Limit)
 	}
-	rows, err := s.read.QueryContext(ctx, q, args...)
-	if err != nil {
+	return queryAll(ctx, s.read, scanEvent, q, args...)
+}
+
+func scanEvent(row scanner) (*agentrunner.Event, error) {
+	var e agentrunner.Event
+	var ts sql.NullString
+	var details string
+	if err := row.Scan(&e.ID, &ts, &e.Type, &e.Agent, &e.Step, &e.CycleID, &e.Level, &details); err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []*agentrunner.Event
-	for rows.Next() {
-		var e agentrunner.Event
-		var ts sql.NullString
-		var details string
-		if err := rows.Scan(&e.ID, &ts, &e.Type, &e.Agent, &e.Step, &e.CycleID, &e.Level, &details); err != nil {
-			return nil, err
-		}
-		if e.Timestamp, err = decodeTime(ts); err != nil {
-			return nil, err
-		}
-		if details != "{}" {
-			if err := json.Unmarshal([]byte(details), &e.Details); err != nil {
-				return nil, fmt.Errorf("event %d details: %w", e.ID, err)
-			}
-		}
-		out = append(out, &e)
+	var err error
+	if e.Timestamp, err = decodeTime(ts); err != nil {
+		return nil, err
 	}
-	return out, rows.Err()
+	if details != "{}" {
+		if err := json.Unmarshal([]byte(details), &e.Details); err != nil {
+			return nil, fmt.Errorf("event %d details: %w", e.ID, err)
+		}
+	}
+	return &e, nil
 }
 
 // PruneEvents deletes events older than before, never the newest one. Ids
@@ -477,36 +477,32 @@ func (s *Store) PruneEvents(ctx context.Context, before time.Time) (int64, error
 
 // ToolUsage sums the tool.call events since then, by tool.
 func (s *Store) ToolUsage(ctx context.Context, since time.Time) ([]*agentrunner.ToolUsage, error) {
-	rows, err := s.read.QueryContext(ctx, `
+	return queryAll(ctx, s.read, scanToolUsage, `
 		SELECT json_extract(details, '$.tool') AS tool, COUNT(*),
 			SUM(CASE WHEN json_extract(details, '$.is_error') THEN 1 ELSE 0 END),
 			SUM(COALESCE(json_extract(details, '$.duration_ms'), 0)), MAX(timestamp)
 		FROM events WHERE event_type = 'tool.call' AND timestamp >= COALESCE(?, '') AND tool IS NOT NULL
 		GROUP BY tool ORDER BY tool`, encodeTime(since))
-	if err != nil {
+}
+
+func scanToolUsage(row scanner) (*agentrunner.ToolUsage, error) {
+	var u agentrunner.ToolUsage
+	var ms int64
+	var last sql.NullString
+	if err := row.Scan(&u.Tool, &u.Calls, &u.Errors, &ms, &last); err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []*agentrunner.ToolUsage
-	for rows.Next() {
-		var u agentrunner.ToolUsage
-		var ms int64
-		var last sql.NullString
-		if err := rows.Scan(&u.Tool, &u.Calls, &u.Errors, &ms, &last); err != nil {
-			return nil, err
-		}
-		u.Duration = time.Duration(ms) * time.Millisecond
-		if u.LastCall, err = decodeTime(last); err != nil {
-			return nil, err
-		}
-		out = append(out, &u)
+	u.Duration = time.Duration(ms) * time.Millisecond
+	var err error
+	if u.LastCall, err = decodeTime(last); err != nil {
+		return nil, err
 	}
-	return out, rows.Err()
+	return &u, nil
 }
 
 const outboxColumns = `key, kind, cycle_id, payload, created_at, delivered_at, response, attempts, last_error, next_attempt_at`
 
-func scanOutbox(row interface{ Scan(...any) error }) (*agentrunner.OutboxMessage, error) {
+func scanOutbox(row scanner) (*agentrunner.OutboxMessage, error) {
 	var m agentrunner.OutboxMessage
 	var created, delivered, next sql.NullString
 	if err := row.Scan(&m.Key, &m.Kind, &m.CycleID, &m.Payload, &created, &delivered, &m.Response, &m.Attempts, &m.LastError, &next); err != nil {
@@ -557,20 +553,7 @@ func (s *Store) Outbox(ctx context.Context, f agentrunner.OutboxFilter) ([]*agen
 		q += ` LIMIT ?`
 		args = append(args, f.Limit)
 	}
-	rows, err := s.read.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []*agentrunner.OutboxMessage
-	for rows.Next() {
-		m, err := scanOutbox(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, m)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, s.read, scanOutbox, q, args...)
 }
 
 // AddCommand stores a command and assigns its ID.
@@ -598,7 +581,7 @@ func (s *Store) AddCommand(ctx context.Context, c *agentrunner.Command) error {
 
 const commandColumns = `id, kind, args, operator, created_at, consumed_at, result`
 
-func scanCommand(row interface{ Scan(...any) error }) (*agentrunner.Command, error) {
+func scanCommand(row scanner) (*agentrunner.Command, error) {
 	var c agentrunner.Command
 	var args string
 	var created, consumed sql.NullString
@@ -621,20 +604,7 @@ func scanCommand(row interface{ Scan(...any) error }) (*agentrunner.Command, err
 }
 
 func (s *Store) commands(ctx context.Context, query string, args ...any) ([]*agentrunner.Command, error) {
-	rows, err := s.read.QueryContext(ctx, `SELECT `+commandColumns+` FROM commands `+query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []*agentrunner.Command
-	for rows.Next() {
-		c, err := scanCommand(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, s.read, scanCommand, `SELECT `+commandColumns+` FROM commands `+query, args...)
 }
 
 // PendingCommands lists unconsumed commands, oldest first.
