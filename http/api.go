@@ -85,21 +85,9 @@ func limit(r *http.Request) (int, error) {
 	return int(n), nil
 }
 
-// cycleView is a cycle as the API shows it.
-type cycleView struct {
-	ID                string                  `json:"id"`
-	Pipeline          string                  `json:"pipeline"`
-	Status            agentrunner.CycleStatus `json:"status"`
-	Step              string                  `json:"step,omitempty"`
-	LastCompletedStep string                  `json:"last_completed_step"`
-	StartedAt         time.Time               `json:"started_at"`
-	EndedAt           *time.Time              `json:"ended_at"`
-	DurationMS        int64                   `json:"duration_ms"`
-	Error             string                  `json:"error,omitempty"`
-}
-
-func (s *Server) cycleView(c *agentrunner.Cycle) cycleView {
-	v := cycleView{ID: c.ID, Pipeline: c.Pipeline, Status: c.Status, Step: c.Step, LastCompletedStep: c.LastCompletedStep,
+// viewCycle is c as the API shows it.
+func (s *Server) viewCycle(c *agentrunner.Cycle) Cycle {
+	v := Cycle{ID: c.ID, Pipeline: c.Pipeline, Status: c.Status, Step: c.Step, LastCompletedStep: c.LastCompletedStep,
 		StartedAt: c.StartedAt, Error: c.Error}
 	end := s.clock.Now()
 	if !c.EndedAt.IsZero() {
@@ -133,12 +121,9 @@ func (s *Server) handleCycles(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	out := struct {
-		Cycles     []cycleView `json:"cycles"`
-		NextBefore string      `json:"next_before,omitempty"`
-	}{Cycles: []cycleView{}}
+	out := CycleList{Cycles: []Cycle{}}
 	for _, c := range cs {
-		out.Cycles = append(out.Cycles, s.cycleView(c))
+		out.Cycles = append(out.Cycles, s.viewCycle(c))
 	}
 	if len(cs) == n {
 		out.NextBefore = cs[len(cs)-1].ID
@@ -167,36 +152,6 @@ func clip(s string) string {
 		return s[:64] + "…"
 	}
 	return s
-}
-
-type attemptView struct {
-	Number       int                       `json:"number"`
-	Status       agentrunner.AttemptStatus `json:"status"`
-	ErrorClass   agentrunner.ErrorClass    `json:"error_class,omitempty"`
-	Error        string                    `json:"error,omitempty"`
-	StartedAt    *time.Time                `json:"started_at,omitempty"`
-	EndedAt      *time.Time                `json:"ended_at,omitempty"`
-	NotBefore    *time.Time                `json:"not_before,omitempty"`
-	DurationMS   int64                     `json:"duration_ms"`
-	ExitCode     *int                      `json:"exit_code,omitempty"`
-	InputTokens  int                       `json:"input_tokens"`
-	OutputTokens int                       `json:"output_tokens"`
-	ToolCalls    int                       `json:"tool_calls"`
-}
-
-type stepView struct {
-	Step       string        `json:"step"`
-	Agent      string        `json:"agent,omitempty"`
-	Status     string        `json:"status"`
-	DurationMS int64         `json:"duration_ms"`
-	Attempts   []attemptView `json:"attempts"`
-}
-
-type artifactView struct {
-	Name     string    `json:"name"`
-	Size     int64     `json:"size"`
-	SHA256   string    `json:"sha256"`
-	Modified time.Time `json:"modified"`
 }
 
 func timePtr(t time.Time) *time.Time {
@@ -228,23 +183,17 @@ func (s *Server) handleCycle(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	out := struct {
-		Cycle           cycleView      `json:"cycle"`
-		Steps           []stepView     `json:"steps"`
-		Artifacts       []artifactView `json:"artifacts"`
-		Events          []eventView    `json:"events"`
-		EventsTruncated bool           `json:"events_truncated,omitempty"`
-	}{Cycle: s.cycleView(c), Steps: []stepView{}, Artifacts: arts, Events: []eventView{}}
+	out := CycleDetail{Cycle: s.viewCycle(c), Steps: []Step{}, Artifacts: arts, Events: []Event{}}
 	if len(evs) > maxCycleEvents {
 		evs, out.EventsTruncated = evs[:maxCycleEvents], true
 	}
 	now := s.clock.Now()
 	for _, a := range atts {
 		if len(out.Steps) == 0 || out.Steps[len(out.Steps)-1].Step != a.Step {
-			out.Steps = append(out.Steps, stepView{Step: a.Step, Agent: a.Agent, Attempts: []attemptView{}})
+			out.Steps = append(out.Steps, Step{Step: a.Step, Agent: a.Agent, Attempts: []Attempt{}})
 		}
 		st := &out.Steps[len(out.Steps)-1]
-		av := attemptView{Number: a.Number, Status: a.Status, ErrorClass: a.ErrorClass, Error: a.Error,
+		av := Attempt{Number: a.Number, Status: a.Status, ErrorClass: a.ErrorClass, Error: a.Error,
 			StartedAt: timePtr(a.StartedAt), EndedAt: timePtr(a.EndedAt), NotBefore: timePtr(a.NotBefore), ExitCode: a.ExitCode,
 			InputTokens: a.Usage.InputTokens, OutputTokens: a.Usage.OutputTokens, ToolCalls: a.Usage.ToolCalls}
 		if !a.StartedAt.IsZero() {
@@ -265,8 +214,8 @@ func (s *Server) handleCycle(w http.ResponseWriter, r *http.Request) {
 
 // artifacts lists the files of a cycle directory with their sizes and
 // hashes. A missing directory (an archived cycle) has none.
-func artifacts(dir string) ([]artifactView, error) {
-	out := []artifactView{}
+func artifacts(dir string) ([]Artifact, error) {
+	out := []Artifact{}
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return out, nil
@@ -286,7 +235,7 @@ func artifacts(dir string) ([]artifactView, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, artifactView{Name: e.Name(), Size: info.Size(), SHA256: sum, Modified: info.ModTime().UTC()})
+		out = append(out, Artifact{Name: e.Name(), Size: info.Size(), SHA256: sum, Modified: info.ModTime().UTC()})
 	}
 	return out, nil
 }
@@ -348,20 +297,9 @@ func (s *Server) handleArtifact(w http.ResponseWriter, r *http.Request) {
 	http.ServeContent(w, r, "", info.ModTime(), f)
 }
 
-// eventView is an event as the API and the log show it (FR-057).
-type eventView struct {
-	ID        int64             `json:"id"`
-	Timestamp time.Time         `json:"timestamp"`
-	Type      string            `json:"event_type"`
-	Agent     string            `json:"agent,omitempty"`
-	Step      string            `json:"step,omitempty"`
-	CycleID   string            `json:"cycle_id,omitempty"`
-	Level     agentrunner.Level `json:"level"`
-	Details   map[string]any    `json:"details,omitempty"`
-}
-
-func viewOf(e *agentrunner.Event) eventView {
-	return eventView{ID: e.ID, Timestamp: e.Timestamp, Type: e.Type, Agent: e.Agent, Step: e.Step, CycleID: e.CycleID, Level: e.Level, Details: e.Details}
+// viewOf is e as the API, the stream and the log show it (FR-057).
+func viewOf(e *agentrunner.Event) Event {
+	return Event{ID: e.ID, Timestamp: e.Timestamp, Type: e.Type, Agent: e.Agent, Step: e.Step, CycleID: e.CycleID, Level: e.Level, Details: e.Details}
 }
 
 // handleErrors lists recent warnings and errors with their context, newest
@@ -382,10 +320,7 @@ func (s *Server) handleErrors(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	out := struct {
-		Errors     []eventView `json:"errors"`
-		NextBefore int64       `json:"next_before,omitempty"`
-	}{Errors: []eventView{}}
+	out := ErrorList{Errors: []Event{}}
 	for _, e := range evs {
 		out.Errors = append(out.Errors, viewOf(e))
 	}
@@ -435,10 +370,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	out := struct {
-		Events    []eventView `json:"events"`
-		NextSince int64       `json:"next_since"`
-	}{Events: []eventView{}, NextSince: f.AfterID}
+	out := EventList{Events: []Event{}, NextSince: f.AfterID}
 	for _, e := range evs {
 		out.Events = append(out.Events, viewOf(e))
 		out.NextSince = e.ID
@@ -457,24 +389,6 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// toolView is a tool as GET /api/tools shows it (FR-104, FR-143).
-type toolView struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	Parameters  json.RawMessage `json:"parameters,omitempty"`
-	Agents      []string        `json:"agents"`
-	Usage       toolUsage       `json:"usage"`
-	// Breaker is the circuit breaker's state in this process, when known.
-	Breaker string `json:"breaker_state,omitempty"`
-}
-
-type toolUsage struct {
-	Calls         int        `json:"calls"`
-	Errors        int        `json:"errors"`
-	AvgDurationMS int64      `json:"avg_duration_ms"`
-	LastCall      *time.Time `json:"last_call,omitempty"`
-}
-
 // handleTools lists the registered tools, the agents that may call them,
 // and their recorded usage over the retained events.
 func (s *Server) handleTools(w http.ResponseWriter, r *http.Request) {
@@ -483,14 +397,14 @@ func (s *Server) handleTools(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	byName := map[string]*toolView{}
+	byName := map[string]*Tool{}
 	for _, spec := range s.opts.Tools {
-		byName[spec.Name] = &toolView{Name: spec.Name, Description: spec.Description, Parameters: spec.Parameters, Agents: []string{}}
+		byName[spec.Name] = &Tool{Name: spec.Name, Description: spec.Description, Parameters: spec.Parameters, Agents: []string{}}
 	}
 	for _, name := range slices.Sorted(maps.Keys(s.cfg.Agents)) {
 		for _, t := range s.cfg.Agents[name].Tools {
 			if byName[t] == nil {
-				byName[t] = &toolView{Name: t, Agents: []string{}}
+				byName[t] = &Tool{Name: t, Agents: []string{}}
 			}
 			byName[t].Agents = append(byName[t].Agents, name)
 		}
@@ -498,10 +412,10 @@ func (s *Server) handleTools(w http.ResponseWriter, r *http.Request) {
 	for _, u := range usage {
 		v := byName[u.Tool]
 		if v == nil {
-			v = &toolView{Name: u.Tool, Agents: []string{}}
+			v = &Tool{Name: u.Tool, Agents: []string{}}
 			byName[u.Tool] = v
 		}
-		v.Usage = toolUsage{Calls: u.Calls, Errors: u.Errors, LastCall: timePtr(u.LastCall)}
+		v.Usage = ToolUsage{Calls: u.Calls, Errors: u.Errors, LastCall: timePtr(u.LastCall)}
 		if u.Calls > 0 {
 			v.Usage.AvgDurationMS = u.Duration.Milliseconds() / int64(u.Calls)
 		}
@@ -514,8 +428,8 @@ func (s *Server) handleTools(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	out := struct {
-		Tools []*toolView `json:"tools"`
-	}{Tools: []*toolView{}}
+		Tools []*Tool `json:"tools"`
+	}{Tools: []*Tool{}}
 	for _, name := range slices.Sorted(maps.Keys(byName)) {
 		out.Tools = append(out.Tools, byName[name])
 	}
@@ -679,19 +593,9 @@ func (s *Server) handleReload(w http.ResponseWriter, r *http.Request) {
 	s.command(w, r, agentrunner.CommandReload, args)
 }
 
-// commandView is a command as the API shows it.
-type commandView struct {
-	ID         int64          `json:"id"`
-	Kind       string         `json:"kind"`
-	Operator   string         `json:"operator"`
-	Args       map[string]any `json:"args,omitempty"`
-	CreatedAt  time.Time      `json:"created_at"`
-	ConsumedAt *time.Time     `json:"consumed_at"`
-	Result     string         `json:"result,omitempty"`
-}
-
-func commandOf(c *agentrunner.Command) commandView {
-	return commandView{ID: c.ID, Kind: c.Kind, Operator: c.Operator, Args: c.Args, CreatedAt: c.CreatedAt, ConsumedAt: timePtr(c.ConsumedAt), Result: c.Result}
+// commandOf is c as the API shows it.
+func commandOf(c *agentrunner.Command) Command {
+	return Command{ID: c.ID, Kind: c.Kind, Operator: c.Operator, Args: c.Args, CreatedAt: c.CreatedAt, ConsumedAt: timePtr(c.ConsumedAt), Result: c.Result}
 }
 
 // command stores a command for the engine, attributed to the caller, logs
@@ -738,10 +642,7 @@ func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	out := struct {
-		Commands   []commandView `json:"commands"`
-		NextBefore int64         `json:"next_before,omitempty"`
-	}{Commands: []commandView{}}
+	out := CommandList{Commands: []Command{}}
 	for _, c := range cmds {
 		out.Commands = append(out.Commands, commandOf(c))
 	}

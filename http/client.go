@@ -146,6 +146,8 @@ type CycleDetail struct {
 	Steps     []Step     `json:"steps"`
 	Artifacts []Artifact `json:"artifacts"`
 	Events    []Event    `json:"events"`
+	// EventsTruncated says Events holds only the cycle's first events.
+	EventsTruncated bool `json:"events_truncated,omitempty"`
 }
 
 // Step is a step of a cycle with its attempts, in the order they ran.
