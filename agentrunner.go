@@ -31,6 +31,12 @@ const (
 	StateHalted State = "Halted"
 )
 
+// IsStep reports whether s names a pipeline step: not empty and not one
+// of the states above, whose names steps may not take.
+func (s State) IsStep() bool {
+	return s != "" && s != StateIdle && s != StateWaiting && s != StateHalted
+}
+
 // CycleStatus is the outcome of a cycle so far.
 type CycleStatus string
 

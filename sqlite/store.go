@@ -166,7 +166,7 @@ func (s *Store) Apply(ctx context.Context, ch *agentrunner.Change) (err error) {
 		}
 	}()
 	cycleDone := false
-	if c := ch.Cycle; c != nil && c.Status == agentrunner.CycleRunning && isStep(ch.From) {
+	if c := ch.Cycle; c != nil && c.Status == agentrunner.CycleRunning && ch.From.IsStep() {
 		// A running cycle moving between steps: one UPDATE both makes the
 		// change and checks the state (the cycle must be the running one,
 		// at step From), and leaves the index on status alone.
@@ -266,11 +266,6 @@ func (s *Store) Apply(ctx context.Context, ch *agentrunner.Change) (err error) {
 	}
 	s.commits.Add(1)
 	return nil
-}
-
-// isStep reports whether a state is a step of a running cycle.
-func isStep(s agentrunner.State) bool {
-	return s != "" && s != agentrunner.StateIdle && s != agentrunner.StateWaiting && s != agentrunner.StateHalted
 }
 
 // translate turns constraint violations into coded errors, in one place.

@@ -59,7 +59,7 @@ func New(start string, next map[string]string) (*Machine, error) {
 		return nil, fmt.Errorf("pipeline has no steps")
 	}
 	for step, succ := range next {
-		if step == End || isReserved(step) {
+		if step == End || (step != "" && !agentrunner.State(step).IsStep()) {
 			return nil, fmt.Errorf("%q cannot be a step name: it is reserved", step)
 		}
 		if succ != End {
@@ -107,10 +107,6 @@ func (m *Machine) WithFinal(step string) (*Machine, error) {
 
 // Final returns the final step, "" if there is none.
 func (m *Machine) Final() string { return m.final }
-
-func isReserved(name string) bool {
-	return name == string(agentrunner.StateIdle) || name == string(agentrunner.StateWaiting) || name == string(agentrunner.StateHalted)
-}
 
 // Start returns the state a cycle begins in.
 func (m *Machine) Start() agentrunner.State { return agentrunner.State(m.start) }
