@@ -86,6 +86,9 @@ func newTransport() http.RoundTripper {
 // Submit hands a strategy to the service under an idempotency key (1..200
 // printable ASCII characters). Submitting the same key and strategy again
 // returns the first receipt with Replayed set; the service acts only once.
+// That holds after the strategy's ValidUntil too, so a submission whose
+// first answer was lost can be sent again to learn whether the service has
+// it: a service without the key refuses an expired strategy (IsExpired).
 func (c *Client) Submit(ctx context.Context, key string, s Submission) (*Receipt, error) {
 	if err := checkToken("idempotency key", key); err != nil {
 		return nil, agentrunner.Fail(agentrunner.ClassInternal, "submit strategy: %v", err)
@@ -131,6 +134,18 @@ func (c *Client) Status(ctx context.Context, strategyID string) (*Receipt, error
 		return nil, agentrunner.Fail(agentrunner.ClassUnavailable, "%s: invalid response: it is about strategy %s", what, c.clean(strconv.Quote(rc.StrategyID)))
 	}
 	return rc, nil
+}
+
+// CodeStrategyExpired is the error code of a 422 answer to a submission
+// whose validity window is over and whose key the service does not know.
+const CodeStrategyExpired = "strategy_expired"
+
+// IsExpired reports whether err is the service refusing a strategy it does
+// not have because its validity window is over (422 strategy_expired): the
+// strategy was not handed over and never will be.
+func IsExpired(err error) bool {
+	var apiErr *APIError
+	return errors.As(err, &apiErr) && apiErr.StatusCode == http.StatusUnprocessableEntity && apiErr.Code == CodeStrategyExpired
 }
 
 // Account asks the service for the trading account: equity, cash,

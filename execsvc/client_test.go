@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/internal/clocktest"
 )
 
 var t0 = time.Date(2026, 11, 22, 14, 0, 0, 0, time.UTC)
@@ -123,6 +124,53 @@ func TestSubmitReplayIsIdempotent(t *testing.T) {
 	}
 	if n := len(m.Strategies()); n != 1 {
 		t.Errorf("mock accepted %d strategies, want 1", n)
+	}
+}
+
+// TestSubmitAfterTheWindow: once a strategy's validity window is over, a
+// resend under its known key is still answered with the first receipt (the
+// service had it), while a key the service does not know is refused as
+// expired (422 strategy_expired), even in safe mode, and nothing is stored.
+func TestSubmitAfterTheWindow(t *testing.T) {
+	clock := clocktest.New(t0)
+	m, url := startMock(t, MockOptions{Now: clock.Now})
+	c := newClient(t, url, "")
+	s := submission(t, strategyFile)
+	s.ValidUntil = t0.Add(time.Hour)
+	first, err := c.Submit(context.Background(), key, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Hour)
+
+	again, err := c.Submit(context.Background(), key, s)
+	if err != nil {
+		t.Fatalf("resend of a known key after the window: %v", err)
+	}
+	want := *first
+	want.Replayed = true
+	if diff := cmp.Diff(&want, again); diff != "" {
+		t.Errorf("replayed receipt (-want +got):\n%s", diff)
+	}
+
+	other := submission(t, `{"v":2}`)
+	other.ValidUntil = t0.Add(time.Hour)
+	for _, safeMode := range []bool{false, true} {
+		if safeMode {
+			m.mu.Lock()
+			m.safe = SafeModeState{SafeMode: true, Since: t0, Reason: ReasonOperator}
+			m.mu.Unlock()
+		}
+		_, err = c.Submit(context.Background(), "20261122_140000/synthesize/other", other)
+		if !IsExpired(err) || agentrunner.ClassOf(err) != agentrunner.ClassInvalidOutput || !strings.Contains(err.Error(), "validity window ended at 2026-11-22T15:00:00Z") {
+			t.Errorf("new key after the window (safe mode %v): err = %v (class %q), want 422 strategy_expired, invalid_output", safeMode, err, agentrunner.ClassOf(err))
+		}
+	}
+	if n := len(m.Strategies()); n != 1 {
+		t.Errorf("mock holds %d strategies, want only the first", n)
+	}
+	if IsExpired(errors.New("strategy_expired")) || IsExpired(&APIError{StatusCode: 422, Code: "invalid_request"}) {
+		t.Error("IsExpired is true for an error that is not a 422 strategy_expired")
 	}
 }
 

@@ -60,9 +60,15 @@ func (s Status) Terminal() bool { return s == StatusCompleted || s == StatusErro
 // HTML-escapes Strategy, which can break the hash; store and restore a
 // submission with Body and ParseSubmission, which keep the bytes.
 type Submission struct {
-	CycleID  string          `json:"cycle_id"`
-	SHA256   string          `json:"sha256"`
-	Strategy json.RawMessage `json:"strategy"`
+	CycleID string `json:"cycle_id"`
+	SHA256  string `json:"sha256"`
+	// ValidUntil, when set, is the end of the strategy's validity window.
+	// The service takes no new strategy whose window is over (422
+	// strategy_expired) but still answers a known key with its first
+	// answer, so a resend after the window asks whether it has the
+	// strategy without handing over an expired one.
+	ValidUntil time.Time       `json:"valid_until,omitzero"`
+	Strategy   json.RawMessage `json:"strategy"`
 }
 
 // NewSubmission builds the submission of a strategy file's content: the
@@ -80,7 +86,8 @@ func NewSubmission(cycleID string, strategy []byte) (Submission, error) {
 
 // Validate checks a submission against the contract: cycle_id is 1..200
 // printable ASCII characters, sha256 is 64 lowercase hex digits equal to the
-// SHA-256 of Strategy, and Strategy is a JSON object.
+// SHA-256 of Strategy, Strategy is a JSON object, and ValidUntil, when set,
+// can be written in RFC 3339.
 func (s Submission) Validate() error {
 	if err := checkToken("cycle_id", s.CycleID); err != nil {
 		return err
@@ -93,6 +100,10 @@ func (s Submission) Validate() error {
 	}
 	if !isLowerHex(s.SHA256, sha256.Size*2) {
 		return fmt.Errorf("sha256 %q is not 64 lowercase hex digits", clip(s.SHA256, 80))
+	}
+	// Outside these years RFC 3339 cannot write the time back.
+	if y := s.ValidUntil.UTC().Year(); !s.ValidUntil.IsZero() && (y < 1 || y > 9999) {
+		return fmt.Errorf("valid_until is in the year %d, outside 1 to 9999", y)
 	}
 	sum := sha256.Sum256(s.Strategy)
 	if got := hex.EncodeToString(sum[:]); got != s.SHA256 {
@@ -117,7 +128,13 @@ func (s Submission) Body() ([]byte, error) {
 	b.Write(cycleID)
 	b.WriteString(`,"sha256":"`)
 	b.WriteString(s.SHA256)
-	b.WriteString(`","strategy":`)
+	b.WriteString(`",`)
+	if !s.ValidUntil.IsZero() {
+		b.WriteString(`"valid_until":"`)
+		b.WriteString(s.ValidUntil.UTC().Format(time.RFC3339Nano))
+		b.WriteString(`",`)
+	}
+	b.WriteString(`"strategy":`)
 	b.Write(s.Strategy)
 	b.WriteString(`}`)
 	return b.Bytes(), nil
@@ -131,9 +148,10 @@ func ParseSubmission(body []byte) (Submission, error) {
 		return Submission{}, fmt.Errorf("body is %d bytes, more than the limit of %d", len(body), MaxBodyBytes)
 	}
 	var wire struct {
-		CycleID  *string         `json:"cycle_id"`
-		SHA256   *string         `json:"sha256"`
-		Strategy json.RawMessage `json:"strategy"`
+		CycleID    *string         `json:"cycle_id"`
+		SHA256     *string         `json:"sha256"`
+		ValidUntil *string         `json:"valid_until"`
+		Strategy   json.RawMessage `json:"strategy"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -153,6 +171,13 @@ func ParseSubmission(body []byte) (Submission, error) {
 		return Submission{}, errors.New("strategy is missing")
 	}
 	s := Submission{CycleID: *wire.CycleID, SHA256: *wire.SHA256, Strategy: wire.Strategy}
+	if wire.ValidUntil != nil {
+		t, err := time.Parse(time.RFC3339Nano, *wire.ValidUntil)
+		if err != nil {
+			return Submission{}, fmt.Errorf("valid_until %q is not an RFC 3339 time", clip(*wire.ValidUntil, 80))
+		}
+		s.ValidUntil = t
+	}
 	if err := s.Validate(); err != nil {
 		return Submission{}, err
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -116,6 +117,60 @@ func TestStatusValidTerminal(t *testing.T) {
 	}
 }
 
+// TestValidUntilIsSentAndRead: the end of the validity window travels in
+// the body as RFC 3339 in UTC, before the strategy, and is read back as the
+// same instant; a submission without one sends none.
+func TestValidUntilIsSentAndRead(t *testing.T) {
+	const obj = `{"v":1}`
+	until := time.Date(2026, 11, 22, 21, 0, 0, 500_000_000, time.FixedZone("CET", 3600))
+	tests := []struct {
+		name  string
+		until time.Time
+		body  string
+	}{
+		{"with window", until, `{"cycle_id":"c1","sha256":"` + sha([]byte(obj)) + `","valid_until":"2026-11-22T20:00:00.5Z","strategy":` + obj + `}`},
+		{"without window", time.Time{}, `{"cycle_id":"c1","sha256":"` + sha([]byte(obj)) + `","strategy":` + obj + `}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := NewSubmission("c1", []byte(obj))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.ValidUntil = tt.until
+			body, err := s.Body()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.body, string(body)); diff != "" {
+				t.Errorf("body (-want +got):\n%s", diff)
+			}
+			back, err := ParseSubmission(body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(s, back); diff != "" {
+				t.Errorf("round trip (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestParseSubmissionRefusesABadValidUntil(t *testing.T) {
+	const obj = `{"v":1}`
+	for _, tt := range []struct{ until, wantErr string }{
+		{`"tomorrow"`, `valid_until "tomorrow" is not an RFC 3339 time`},
+		{`"2026-11-22"`, "is not an RFC 3339 time"},
+		{`1764000000`, "not a valid submission object"},
+		{`"0000-01-01T00:30:00+01:00"`, "outside 1 to 9999"},
+	} {
+		body := `{"cycle_id":"c1","sha256":"` + sha([]byte(obj)) + `","valid_until":` + tt.until + `,"strategy":` + obj + `}`
+		if _, err := ParseSubmission([]byte(body)); err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+			t.Errorf("valid_until %s: err = %v, want it to contain %q", tt.until, err, tt.wantErr)
+		}
+	}
+}
+
 func FuzzParseSubmission(f *testing.F) {
 	s, err := NewSubmission("c1", []byte(strategyFile))
 	if err != nil {
@@ -128,6 +183,7 @@ func FuzzParseSubmission(f *testing.F) {
 	f.Add(body)
 	f.Add([]byte(`{"cycle_id":"c","sha256":"00","strategy":{}}`))
 	f.Add([]byte(`null`))
+	f.Add([]byte(`{"cycle_id":"c","sha256":"44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a","valid_until":"0000-01-01T00:30:00+01:00","strategy":{}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		s, err := ParseSubmission(body)
 		if err != nil {
@@ -141,7 +197,7 @@ func FuzzParseSubmission(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-parse: %v", err)
 		}
-		if back.CycleID != s.CycleID || back.SHA256 != s.SHA256 || !bytes.Equal(back.Strategy, s.Strategy) {
+		if back.CycleID != s.CycleID || back.SHA256 != s.SHA256 || !back.ValidUntil.Equal(s.ValidUntil) || !bytes.Equal(back.Strategy, s.Strategy) {
 			t.Fatalf("round trip changed the submission: %+v vs %+v", s, back)
 		}
 	})

@@ -317,7 +317,13 @@ func (m *Mock) submit(r *http.Request, body []byte, readErr error) reply {
 		return reply{status: http.StatusOK, body: bytes.Clone(a.firstReply)}
 	}
 	// After the key lookup: a replay starts nothing new, so it is answered
-	// even in safe mode.
+	// even when the window is over or in safe mode. That is what lets a
+	// runner that lost the first answer ask again after the window.
+	if now := m.opts.Now(); !sub.ValidUntil.IsZero() && !sub.ValidUntil.After(now) {
+		return errorReply(http.StatusUnprocessableEntity, CodeStrategyExpired, fmt.Sprintf(
+			"the strategy's validity window ended at %s (now %s); the service takes no expired strategy",
+			sub.ValidUntil.UTC().Format(time.RFC3339Nano), now.UTC().Format(time.RFC3339Nano)))
+	}
 	if m.safe.SafeMode {
 		return errorReply(http.StatusLocked, "safe_mode", fmt.Sprintf(
 			"the service is in safe mode since %s (reason %s) and takes no new strategy until an operator lifts it",

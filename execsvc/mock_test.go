@@ -73,6 +73,7 @@ func TestMockRejectsBadSubmissions(t *testing.T) {
 		{"unknown field", jsonHeader("k"), `{"cycle_id":"c1","sha256":"` + sha([]byte(obj)) + `","strategy":{"v":1},"extra":1}`, 400, "invalid_request", `unknown field \"extra\"`},
 		{"missing cycle_id", jsonHeader("k"), `{"sha256":"` + sha([]byte(obj)) + `","strategy":{"v":1}}`, 400, "invalid_request", "cycle_id is missing"},
 		{"empty cycle_id", jsonHeader("k"), rawBody("", sha([]byte(obj)), obj), 400, "invalid_request", "cycle_id is empty"},
+		{"bad valid_until", jsonHeader("k"), `{"cycle_id":"c1","sha256":"` + sha([]byte(obj)) + `","valid_until":"soon","strategy":{"v":1}}`, 400, "invalid_request", "valid_until \\\"soon\\\" is not an RFC 3339 time"},
 		{"missing sha256", jsonHeader("k"), `{"cycle_id":"c1","strategy":{"v":1}}`, 400, "invalid_request", "sha256 is missing"},
 		{"short sha256", jsonHeader("k"), rawBody("c1", "abc123", obj), 400, "invalid_request", "not 64 lowercase hex"},
 		{"uppercase sha256", jsonHeader("k"), rawBody("c1", strings.ToUpper(sha([]byte(obj))), obj), 400, "invalid_request", "not 64 lowercase hex"},
