@@ -274,7 +274,7 @@ func (m *Mock) route(r *http.Request, body []byte, readErr error, now time.Time)
 		if r.Method != http.MethodPost {
 			return methodNotAllowed(http.MethodPost)
 		}
-		return m.submit(r, body, readErr)
+		return m.submit(r, body, readErr, now)
 	case strings.HasPrefix(path, collection+"/") && path != collection+"/" && !strings.Contains(path[len(collection)+1:], "/"):
 		if r.Method != http.MethodGet {
 			return methodNotAllowed(http.MethodGet)
@@ -292,8 +292,8 @@ func (m *Mock) authorized(r *http.Request) bool {
 	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(m.opts.Token)) == 1
 }
 
-// submit is POST /v1/strategies.
-func (m *Mock) submit(r *http.Request, body []byte, readErr error) reply {
+// submit is POST /v1/strategies; now is the request's clock reading.
+func (m *Mock) submit(r *http.Request, body []byte, readErr error, now time.Time) reply {
 	keys := r.Header.Values("Idempotency-Key")
 	if len(keys) != 1 {
 		return errorReply(http.StatusBadRequest, "invalid_request", "exactly one Idempotency-Key header is required")
@@ -319,7 +319,7 @@ func (m *Mock) submit(r *http.Request, body []byte, readErr error) reply {
 	// After the key lookup: a replay starts nothing new, so it is answered
 	// even when the window is over or in safe mode. That is what lets a
 	// runner that lost the first answer ask again after the window.
-	if now := m.opts.Now(); !sub.ValidUntil.IsZero() && !sub.ValidUntil.After(now) {
+	if !sub.ValidUntil.IsZero() && !sub.ValidUntil.After(now) {
 		return errorReply(http.StatusUnprocessableEntity, CodeStrategyExpired, fmt.Sprintf(
 			"the strategy's validity window ended at %s (now %s); the service takes no expired strategy",
 			sub.ValidUntil.UTC().Format(time.RFC3339Nano), now.UTC().Format(time.RFC3339Nano)))
@@ -329,14 +329,14 @@ func (m *Mock) submit(r *http.Request, body []byte, readErr error) reply {
 			"the service is in safe mode since %s (reason %s) and takes no new strategy until an operator lifts it",
 			m.safe.Since.Format(time.RFC3339Nano), m.safe.Reason))
 	}
-	now := m.opts.Now().UTC()
+	received := m.opts.Now().UTC()
 	a := &accepted{
 		id:        fmt.Sprintf("strat-%06d", len(m.strategies)+1),
 		sha256:    sub.SHA256,
 		status:    StatusAcknowledged,
-		updatedAt: now,
+		updatedAt: received,
 	}
-	a.firstReply = encodeJSON(Receipt{StrategyID: a.id, Status: StatusAcknowledged, ReceivedAt: now})
+	a.firstReply = encodeJSON(Receipt{StrategyID: a.id, Status: StatusAcknowledged, ReceivedAt: received})
 	m.byKey[key] = a
 	m.byID[a.id] = a
 	sub.Strategy = bytes.Clone(sub.Strategy)
