@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -33,13 +34,15 @@ func (e *Engine) runExecution(ctx context.Context, c *agentrunner.Cycle, step *c
 			return out, agentrunner.Fail(agentrunner.ClassInvalidOutput, "%v", err)
 		}
 	}
-	if err := checkValidity(data, step.Validity, e.clock.Now()); err != nil {
+	until, err := checkValidity(data, step.Validity)
+	if err != nil {
 		return out, err
 	}
 	sub, err := execsvc.NewSubmission(c.ID, data)
 	if err != nil {
 		return out, agentrunner.Fail(agentrunner.ClassInvalidOutput, "%s: %v", step.Artifact, err)
 	}
+	sub.ValidUntil = until
 	key := fmt.Sprintf("%s/%s/%s", c.ID, step.ID, sub.SHA256)
 	receipt, err := e.notify(ctx, c, step, key, sub)
 	if err != nil {
@@ -74,9 +77,19 @@ func (e *Engine) runExecution(ctx context.Context, c *agentrunner.Cycle, step *c
 
 // notify submits the strategy once: through the outbox, keyed by cycle,
 // step and content hash, so a crash or a retry never sends it twice.
+//
+// The message is committed before its first POST, so an undelivered one is
+// a hand-off that may have happened: the runner stopped before it could
+// record the answer. It is sent again with the same key even when the
+// strategy has expired since; the service answers a key it knows with its
+// first receipt and refuses an expired strategy it does not have, so only
+// the service's refusal means the strategy was not handed over.
 func (e *Engine) notify(ctx context.Context, c *agentrunner.Cycle, step *config.Step, key string, sub execsvc.Submission) (*execsvc.Receipt, error) {
 	msg, err := e.store.OutboxMessage(ctx, key)
 	if agentrunner.ErrorCode(err) == agentrunner.ENOTFOUND {
+		if err := checkExpiry(sub.ValidUntil, e.clock.Now()); err != nil {
+			return nil, err // never sent: nothing to ask the service
+		}
 		body, berr := sub.Body()
 		if berr != nil {
 			return nil, agentrunner.Fail(agentrunner.ClassInvalidOutput, "%v", berr)
@@ -98,6 +111,11 @@ func (e *Engine) notify(ctx context.Context, c *agentrunner.Cycle, step *config.
 	if err != nil {
 		return nil, agentrunner.Fail(agentrunner.ClassInternal, "stored submission %s: %v", key, err)
 	}
+	if stored.ValidUntil.IsZero() {
+		// Stored without its window: the service must still learn it, or
+		// a resend after the window could hand over an expired strategy.
+		stored.ValidUntil = sub.ValidUntil
+	}
 	r, err := e.exec.Submit(ctx, key, stored)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -105,14 +123,34 @@ func (e *Engine) notify(ctx context.Context, c *agentrunner.Cycle, step *config.
 				e.log.Error("recording an outbox failure", "key", key, "error", rerr)
 			}
 		}
-		return nil, err
+		return nil, e.refused(err, stored.ValidUntil)
 	}
 	resp, _ := json.Marshal(r)
 	ch := &agentrunner.Change{Delivered: []*agentrunner.OutboxMessage{{Key: key, DeliveredAt: e.clock.Now(), Response: resp}}}
 	e.event(ch, c, step.ID, agentrunner.EventExecutionNotified, agentrunner.LevelInfo, map[string]any{
-		"key": key, "strategy_id": r.StrategyID, "status": string(r.Status), "sha256": sub.SHA256,
+		"key": key, "strategy_id": r.StrategyID, "status": string(r.Status), "sha256": sub.SHA256, "replayed": r.Replayed,
 	})
 	return r, e.commit(ctx, ch)
+}
+
+// refused turns the service's refusal of a strategy whose window is over
+// into the expiry failure: the strategy was not handed over. Other errors
+// are returned as they are; an unreachable service in particular says
+// nothing about whether it has the strategy, so the step retries.
+func (e *Engine) refused(err error, until time.Time) error {
+	expired := !until.IsZero() && !until.After(e.clock.Now())
+	switch {
+	case execsvc.IsExpired(err):
+	case expired && (execsvc.IsSafeMode(err) || agentrunner.ClassOf(err) == agentrunner.ClassInvalidOutput):
+	default:
+		return err
+	}
+	cause := err
+	if se := (*agentrunner.StepError)(nil); errors.As(err, &se) {
+		cause = se.Err
+	}
+	return agentrunner.Fail(agentrunner.ClassInvalidOutput, "strategy expired at %s, before it could be handed over: the Execution Service does not have it (%v)",
+		until.UTC().Format(time.RFC3339), cause)
 }
 
 // follow follows the strategy's status until it is terminal or the
@@ -189,15 +227,16 @@ func (e *Engine) callbackStatus(ctx context.Context, c *agentrunner.Cycle, step 
 	return got, "callback", e.commit(ctx, ch)
 }
 
-// checkValidity refuses to hand over a strategy whose validity window is
-// malformed or already over (FR-052).
-func checkValidity(data []byte, v config.Validity, now time.Time) error {
+// checkValidity reads the strategy's validity window and refuses one that
+// is malformed (FR-052). It returns the end of the window, zero when none
+// is configured; whether it is over is the hand-off's to judge.
+func checkValidity(data []byte, v config.Validity) (time.Time, error) {
 	if v.Until == "" && v.From == "" {
-		return nil
+		return time.Time{}, nil
 	}
 	var doc any
 	if err := json.Unmarshal(data, &doc); err != nil {
-		return agentrunner.Fail(agentrunner.ClassInvalidOutput, "strategy is not JSON: %v", err)
+		return time.Time{}, agentrunner.Fail(agentrunner.ClassInvalidOutput, "strategy is not JSON: %v", err)
 	}
 	at := func(ptr string) (time.Time, error) {
 		raw, ok := artifact.Lookup(doc, ptr)
@@ -215,19 +254,25 @@ func checkValidity(data []byte, v config.Validity, now time.Time) error {
 	var err error
 	if v.From != "" {
 		if from, err = at(v.From); err != nil {
-			return err
+			return time.Time{}, err
 		}
 	}
 	if v.Until != "" {
 		if until, err = at(v.Until); err != nil {
-			return err
-		}
-		if !until.After(now) {
-			return agentrunner.Fail(agentrunner.ClassInvalidOutput, "strategy expired at %s, before it could be handed over", until.Format(time.RFC3339))
+			return time.Time{}, err
 		}
 		if !from.IsZero() && !until.After(from) {
-			return agentrunner.Fail(agentrunner.ClassInvalidOutput, "validity window ends (%s) before it begins (%s)", until.Format(time.RFC3339), from.Format(time.RFC3339))
+			return time.Time{}, agentrunner.Fail(agentrunner.ClassInvalidOutput, "validity window ends (%s) before it begins (%s)", until.Format(time.RFC3339), from.Format(time.RFC3339))
 		}
 	}
-	return nil
+	return until, nil
+}
+
+// checkExpiry refuses to hand over a strategy whose validity window is
+// over (FR-052).
+func checkExpiry(until, now time.Time) error {
+	if until.IsZero() || until.After(now) {
+		return nil
+	}
+	return agentrunner.Fail(agentrunner.ClassInvalidOutput, "strategy expired at %s, before it could be handed over", until.UTC().Format(time.RFC3339))
 }
