@@ -161,12 +161,12 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 			return
 		}
 		v.SetString(n.Value)
-	case reflect.Int:
+	case reflect.Int, reflect.Int64:
 		if n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
 			d.fail(n, path, "want an integer, got %s", kindName(n))
 			return
 		}
-		i, err := strconv.ParseInt(n.Value, 0, 64)
+		i, err := strconv.ParseInt(n.Value, 0, v.Type().Bits())
 		if err != nil {
 			d.fail(n, path, "want an integer, got %q", n.Value)
 			return
