@@ -156,3 +156,14 @@ func FuzzEnvOverrides(f *testing.F) {
 		}
 	})
 }
+
+// TestSuggestionIsDeterministic: of two known keys as close to an unknown
+// one, the same is suggested every time (FuzzParse found it random).
+func TestSuggestionIsDeterministic(t *testing.T) {
+	for range 20 {
+		ps := problems(t, "ents: x\n", nil)
+		if want := `agentrunner.yaml:1:1: unknown key "ents" (did you mean "agents"?)`; ps[0] != want {
+			t.Fatalf("problem %q, want %q", ps[0], want)
+		}
+	}
+}
