@@ -43,12 +43,12 @@ func checkParse(t *testing.T, data []byte, env map[string]string) (*Config, Prob
 	if diff := cmp.Diff(errString(err), errString(errAgain)); diff != "" {
 		t.Fatalf("parsing twice gives other problems (-first +second):\n%s", diff)
 	}
-	if diff := cmp.Diff(c, again, cmpopts.EquateEmpty(), cmp.AllowUnexported(Config{})); diff != "" {
+	if diff := cmp.Diff(c, again, cmpopts.EquateEmpty(), cmpopts.EquateNaNs(), cmp.AllowUnexported(Config{})); diff != "" {
 		t.Fatalf("parsing twice gives another configuration (-first +second):\n%s", diff)
 	}
 	if err == nil {
 		again.WithDefaults()
-		if diff := cmp.Diff(c, again, cmpopts.EquateEmpty(), cmp.AllowUnexported(Config{})); diff != "" {
+		if diff := cmp.Diff(c, again, cmpopts.EquateEmpty(), cmpopts.EquateNaNs(), cmp.AllowUnexported(Config{})); diff != "" {
 			t.Fatalf("the defaults change a configuration that has them (-before +after):\n%s", diff)
 		}
 		if ps := again.validate(); len(ps) > 0 {
@@ -109,7 +109,14 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-// envKeys are the overridable keys of valid, one of each kind of value,
+// envValid is valid with the plan agent on a model provider, whose
+// settings (temperature) are validated.
+var envValid = strings.NewReplacer(
+	"  cli: {kind: process,", "  api: {kind: openai}\n  cli: {kind: process,",
+	"    identity: prompts/plan.md\n", "    identity: prompts/plan.md\n    provider: api\n    model: gpt-test\n",
+).Replace(valid)
+
+// envKeys are the overridable keys of envValid, one of each kind of value,
 // with the variable that overrides each.
 // example is a value each must take.
 var envKeys = []struct{ name, key, example string }{
@@ -141,12 +148,15 @@ func FuzzEnvOverrides(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, which uint8, value string) {
 		k := envKeys[int(which)%len(envKeys)]
-		c, ps := checkParse(t, []byte(valid), map[string]string{k.name: value})
+		c, ps := checkParse(t, []byte(envValid), map[string]string{k.name: value})
 		at := "environment variable " + k.name
 		for _, p := range ps {
 			if p.Where != at && p.Where != c.Where(p.Key) {
 				t.Errorf("problem %q of an override of %s is not located at its variable", p, k.key)
 			}
+		}
+		if c != nil && len(ps) == 0 && !validTemperature(c.Agents["plan"].Temperature) {
+			t.Errorf("%s=%q gives a temperature out of 0..2, and the configuration is valid", k.name, value)
 		}
 		if value == k.example && len(ps) > 0 {
 			t.Errorf("%s=%q is refused: %v", k.name, value, ps)
@@ -167,3 +177,6 @@ func TestSuggestionIsDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// validTemperature reports whether a temperature is unset or from 0 to 2.
+func validTemperature(t *float64) bool { return t == nil || (*t >= 0 && *t <= 2) }
