@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -490,7 +491,7 @@ func Parse(path string, data []byte, lookupEnv func(string) (string, bool)) (*Co
 	var root yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&root); err != nil {
-		return nil, Problems{{Where: path, Message: fmt.Sprintf("not valid YAML: %v", err)}}
+		return nil, Problems{syntaxProblem(path, err)}
 	}
 	cfg := &Config{Path: abs, Dir: filepath.Dir(abs)}
 	if len(root.Content) == 0 {
@@ -507,6 +508,19 @@ func Parse(path string, data []byte, lookupEnv func(string) (string, bool)) (*Co
 		return cfg, ps
 	}
 	return cfg, nil
+}
+
+// yamlSyntaxLine is the line the YAML parser names in a syntax error.
+var yamlSyntaxLine = regexp.MustCompile(`^yaml: line ([0-9]+): `)
+
+// syntaxProblem locates a YAML syntax error at file:line, as every other
+// problem is, when the parser names the line.
+func syntaxProblem(path string, err error) Problem {
+	msg := err.Error()
+	if m := yamlSyntaxLine.FindStringSubmatch(msg); m != nil && m[1] != "0" {
+		return Problem{Where: path + ":" + m[1], Message: "not valid YAML: " + strings.TrimPrefix(msg[len(m[0]):], "yaml: ")}
+	}
+	return Problem{Where: path, Message: fmt.Sprintf("not valid YAML: %v", err)}
 }
 
 // Where returns the source position of a key path: where the key was

@@ -161,12 +161,12 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 			return
 		}
 		v.SetString(n.Value)
-	case reflect.Int:
+	case reflect.Int, reflect.Int64:
 		if n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
 			d.fail(n, path, "want an integer, got %s", kindName(n))
 			return
 		}
-		i, err := strconv.ParseInt(n.Value, 0, 64)
+		i, err := strconv.ParseInt(n.Value, 0, v.Type().Bits())
 		if err != nil {
 			d.fail(n, path, "want an integer, got %q", n.Value)
 			return
@@ -285,12 +285,16 @@ func yamlFields(t reflect.Type) map[string]int {
 	return fields
 }
 
-// suggest names the closest known key, or lists them all.
+// suggest names the closest known key, or lists them all. Keys are
+// compared in order, so of two as close the same one is named every time.
 func suggest(name string, fields map[string]int) string {
 	known := make([]string, 0, len(fields))
-	best, bestDist := "", 3
 	for k := range fields {
 		known = append(known, k)
+	}
+	sort.Strings(known)
+	best, bestDist := "", 3
+	for _, k := range known {
 		if dist := editDistance(name, k); dist < bestDist {
 			best, bestDist = k, dist
 		}
@@ -298,7 +302,6 @@ func suggest(name string, fields map[string]int) string {
 	if best != "" {
 		return fmt.Sprintf(" (did you mean %q?)", best)
 	}
-	sort.Strings(known)
 	return fmt.Sprintf(" (known keys: %s)", strings.Join(known, ", "))
 }
 

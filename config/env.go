@@ -120,8 +120,8 @@ func setScalar(v reflect.Value, raw string) error {
 	switch v.Kind() {
 	case reflect.String:
 		v.SetString(raw)
-	case reflect.Int:
-		i, err := strconv.Atoi(raw)
+	case reflect.Int, reflect.Int64:
+		i, err := strconv.ParseInt(raw, 10, v.Type().Bits())
 		if err != nil {
 			return fmt.Errorf("want an integer, got %q", raw)
 		}

@@ -168,7 +168,8 @@ func (v *validator) agent(name string, a *Agent) {
 		if a.Model == "" {
 			v.add(key+".model", "is required for an agent on a %s provider (set it here or in defaults.model)", p.Kind)
 		}
-		if a.Temperature != nil && (*a.Temperature < 0 || *a.Temperature > 2) {
+		// Written so that NaN, which compares false with everything, fails.
+		if a.Temperature != nil && !(*a.Temperature >= 0 && *a.Temperature <= 2) {
 			v.add(key+".temperature", "must be between 0 and 2, got %v", *a.Temperature)
 		}
 		if a.MaxTokens < 1 {

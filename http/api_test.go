@@ -36,7 +36,7 @@ const (
 // apiFixture is a server over a real store with a cycle, its attempts,
 // events, artifacts and a mailbox, and API keys for each role.
 type apiFixture struct {
-	t     *testing.T
+	t     testing.TB
 	cfg   *config.Config
 	store *sqlite.Store
 	srv   *arhttp.Server
@@ -54,7 +54,7 @@ func (f *apiFixture) Stalled() time.Duration { return f.stalled }
 // Config is the configuration the fake engine runs with (reloaded sets it).
 func (f *apiFixture) Config() *config.Config { return f.reloaded }
 
-func apiConfig(t *testing.T) *config.Config {
+func apiConfig(t testing.TB) *config.Config {
 	cfg := testConfig()
 	cfg.Dir = t.TempDir()
 	cfg.ArtifactsDir = filepath.Join(cfg.Dir, "artifacts")
@@ -73,7 +73,7 @@ func apiConfig(t *testing.T) *config.Config {
 	return cfg
 }
 
-func newAPIFixture(t *testing.T, edit func(*config.Config)) *apiFixture {
+func newAPIFixture(t testing.TB, edit func(*config.Config)) *apiFixture {
 	t.Helper()
 	f := &apiFixture{t: t, cfg: apiConfig(t), store: openStore(t)}
 	if edit != nil {

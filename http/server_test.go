@@ -41,7 +41,7 @@ func testConfig() *config.Config {
 }
 
 // newServer returns a server with opts, without credentials (loopback).
-func newServer(t *testing.T, opts arhttp.Options) *arhttp.Server {
+func newServer(t testing.TB, opts arhttp.Options) *arhttp.Server {
 	t.Helper()
 	srv, err := arhttp.New(opts)
 	if err != nil {
@@ -50,7 +50,7 @@ func newServer(t *testing.T, opts arhttp.Options) *arhttp.Server {
 	return srv
 }
 
-func openStore(t *testing.T) *sqlite.Store {
+func openStore(t testing.TB) *sqlite.Store {
 	t.Helper()
 	store, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "state.db"))
 	if err != nil {
@@ -74,7 +74,7 @@ func get(t *testing.T, h http.Handler, path string) (int, string, any) {
 }
 
 // decode decodes a JSON literal of the expected body.
-func decode(t *testing.T, s string) any {
+func decode(t testing.TB, s string) any {
 	t.Helper()
 	var v any
 	if err := json.Unmarshal([]byte(s), &v); err != nil {
