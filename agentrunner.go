@@ -175,6 +175,9 @@ const (
 	EventMemoryCreated      = "memory.created"
 	EventExecutionNotified  = "execution.notified"
 	EventExecutionStatus    = "execution.status"
+	// EventResourceExhausted: the runner ran out of a resource (details:
+	// resource, operation, error, wait) and tries again after the wait.
+	EventResourceExhausted = "resource.exhausted"
 )
 
 // OutboxMessage is a side effect outside the process (a REST call) that is

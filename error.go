@@ -3,6 +3,7 @@ package agentrunner
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 )
 
 // Error codes of the one error type. They say what kind of problem it is,
@@ -93,12 +94,18 @@ const (
 	ClassInternal ErrorClass = "internal"
 	// ClassAborted: an operator aborted the cycle during the attempt.
 	ClassAborted ErrorClass = "aborted"
+	// ClassResource: the runner itself ran out of file descriptors, disk
+	// space, memory or processes in its own part of the step (its files,
+	// starting the agent, its store), as [ExhaustedResource] tells. That is
+	// the machine's state, not the step's fault: the attempt is tried again
+	// after a short wait, as often as it takes, without using a retry.
+	ClassResource ErrorClass = "resource"
 )
 
 // Retryable reports whether an attempt that failed this way is retried.
 func (c ErrorClass) Retryable() bool {
 	switch c {
-	case ClassTimeout, ClassCrash, ClassInterrupted, ClassUnavailable:
+	case ClassTimeout, ClassCrash, ClassInterrupted, ClassUnavailable, ClassResource:
 		return true
 	}
 	return false
@@ -120,12 +127,66 @@ func Fail(class ErrorClass, format string, args ...any) error {
 	return &StepError{Class: class, Err: fmt.Errorf(format, args...)}
 }
 
-// ClassOf returns the class of the first *StepError in err's chain, and
-// ClassInternal for any other error.
+// ClassOf returns ClassResource when err's chain says the runner ran out
+// of a resource (whatever class a *StepError gave it: that class says what
+// the failed operation was for, not why it failed), else the class of the
+// first *StepError in err's chain, and ClassInternal for any other error.
 func ClassOf(err error) ErrorClass {
+	if ExhaustedResource(err) != "" {
+		return ClassResource
+	}
 	var e *StepError
 	if errors.As(err, &e) {
 		return e.Class
 	}
 	return ClassInternal
+}
+
+// Resource is a resource of the machine that the runner can run out of.
+type Resource string
+
+// The resources of [ExhaustedResource], named for people: events and logs
+// say "disk space", metrics label it disk_space.
+const (
+	ResourceFileDescriptors Resource = "file descriptors" // EMFILE, ENFILE
+	ResourceDiskSpace       Resource = "disk space"       // ENOSPC, EDQUOT
+	ResourceMemory          Resource = "memory"           // ENOMEM
+	// ResourceProcesses: fork failed with EAGAIN (the process limit or
+	// memory for a new process).
+	ResourceProcesses Resource = "processes"
+)
+
+// resourceError is a system error that says a resource is exhausted; the
+// list is per platform (resource_*.go).
+type resourceError struct {
+	err      error
+	resource Resource
+}
+
+// ExhaustedResource returns the resource that err's chain says the runner
+// ran out of, and "" when it says no such thing. It looks through wrapped
+// errors (*fs.PathError, *os.SyscallError, fmt.Errorf's %w) for the system
+// error numbers, so only what a system call of this process returned
+// counts: an agent that exits because it ran out of file descriptors is
+// the agent's failure, seen as an exit status and never as an errno here.
+// EAGAIN counts only from fork/exec, where it means no process could be
+// made; elsewhere it means "not now" and is no exhaustion.
+func ExhaustedResource(err error) Resource {
+	if err == nil {
+		return ""
+	}
+	for _, r := range resourceErrors {
+		if errors.Is(err, r.err) {
+			return r.resource
+		}
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Op == "fork/exec" {
+		for _, r := range forkErrors {
+			if errors.Is(pe.Err, r.err) {
+				return r.resource
+			}
+		}
+	}
+	return ""
 }

@@ -55,6 +55,12 @@ type Options struct {
 	// Reload reads the workspace again, for an operator's reload; nil:
 	// reloads are refused.
 	Reload func() (*workspace.Workspace, error)
+	// Faults, if set, is asked before each of the engine's own file
+	// operations of a step with the operation's name ("write prompt",
+	// "publish artifact" …); an error it returns is that operation's error,
+	// as if the system had returned it. It is for tests, to cause failures
+	// such as EMFILE that are hard to cause for real.
+	Faults func(op string) error
 }
 
 // Engine runs one pipeline of one workspace.
@@ -91,6 +97,11 @@ type Engine struct {
 	// busyUntil is when the current operation must be over (unix nanos);
 	// the watchdog exits the process when it is long past.
 	busyUntil atomic.Int64
+	// faults is Options.Faults.
+	faults func(op string) error
+	// resourceFailures counts the attempts in a row that failed for want
+	// of a resource, for their growing wait. The loop's goroutine only.
+	resourceFailures int
 }
 
 // New checks the options and returns an engine.
@@ -116,7 +127,7 @@ func New(opts Options) (*Engine, error) {
 	e := &Engine{
 		ws: opts.Workspace, cfg: cfg, store: opts.Store, runtimes: opts.Runtimes, exec: opts.Exec,
 		clock: opts.Clock, log: opts.Logger, onEvent: opts.OnEvent, boxes: boxes, mcpCommand: opts.MCPCommand, reloadFn: opts.Reload,
-		wake: make(chan struct{}, 1), poke: make(chan struct{}, 1),
+		faults: opts.Faults, wake: make(chan struct{}, 1), poke: make(chan struct{}, 1),
 	}
 	if e.clock == nil {
 		e.clock = agentrunner.SystemClock{}
@@ -327,7 +338,10 @@ func (e *Engine) startCycle(ctx context.Context, force *agentrunner.Command) (*a
 		ID: id, Pipeline: e.cfg.Name, Status: agentrunner.CycleRunning, Step: string(to),
 		Dir: e.ws.Layout.Cycle(id), StartedAt: now,
 	}
-	if err := atomicfile.MkdirAll(c.Dir, 0o755); err != nil {
+	err = e.untilResourced(ctx, id, "", opCycleDir, func() error {
+		return e.fileOp(opCycleDir, func() error { return atomicfile.MkdirAll(c.Dir, 0o755) })
+	})
+	if err != nil {
 		return nil, nil, fmt.Errorf("create cycle directory: %w", err)
 	}
 	first := e.newAttempt(c, string(to), 1, now, time.Time{})
@@ -482,6 +496,7 @@ func (e *Engine) startPending(ctx context.Context, c *agentrunner.Cycle, att *ag
 // next step and that step's first attempt, which it returns (nil when the
 // cycle is over): one transaction per step.
 func (e *Engine) succeed(ctx context.Context, c *agentrunner.Cycle, att *agentrunner.Attempt, out *outcome) (*agentrunner.Cycle, *agentrunner.Attempt, error) {
+	e.resourceFailures = 0
 	now := e.clock.Now()
 	done := *att
 	done.Status, done.EndedAt, done.OutputPath, done.ExitCode, done.Usage = agentrunner.AttemptSucceeded, now, out.outputPath, out.exitCode, out.usage
@@ -559,6 +574,10 @@ func (e *Engine) fail(ctx context.Context, c *agentrunner.Cycle, att *agentrunne
 	if e.overdue(c) && att.Step != e.ws.Machine.Final() {
 		return e.force(ctx, c, ch)
 	}
+	if class == agentrunner.ClassResource {
+		return e.retryResource(ctx, c, att, cause, ch)
+	}
+	e.resourceFailures = 0
 	if retry {
 		var notBefore time.Time
 		wait := policy.Wait(att.Number - att.RetryBase)
@@ -619,9 +638,13 @@ func (e *Engine) attemptStarted(ch *agentrunner.Change, c *agentrunner.Cycle, a 
 	e.event(ch, c, a.Step, agentrunner.EventAttemptStarted, agentrunner.LevelInfo, map[string]any{"attempt": a.Number, "dir": a.Dir})
 }
 
-// commit applies a change, then logs and reports its events.
+// commit applies a change, then logs and reports its events. A store
+// that runs out of disk space or memory is waited for: the change was not
+// applied, and is applied once it can be.
 func (e *Engine) commit(ctx context.Context, ch *agentrunner.Change) error {
-	if err := e.store.Apply(ctx, ch); err != nil {
+	cycleID, step := changeOf(ch)
+	err := e.untilResourced(ctx, cycleID, step, opCommit, func() error { return e.store.Apply(ctx, ch) })
+	if err != nil {
 		return fmt.Errorf("commit state change: %w", err)
 	}
 	for _, ev := range ch.Events {
@@ -634,6 +657,19 @@ func (e *Engine) commit(ctx context.Context, ch *agentrunner.Change) error {
 }
 
 func (e *Engine) logEvent(ev *agentrunner.Event) { logEvent(e.log, ev) }
+
+// changeOf names the cycle and step a change is about, from its events.
+func changeOf(ch *agentrunner.Change) (cycleID, step string) {
+	for _, ev := range ch.Events {
+		if ev.CycleID != "" {
+			return ev.CycleID, ev.Step
+		}
+	}
+	if ch.Cycle != nil {
+		return ch.Cycle.ID, ch.Cycle.Step
+	}
+	return "", ""
+}
 
 // logEvent writes an event as a structured log line at its level.
 func logEvent(log *slog.Logger, ev *agentrunner.Event) {

@@ -165,12 +165,19 @@ func (e *Engine) fallback(ctx context.Context, c *agentrunner.Cycle, s *config.S
 func (e *Engine) skip(ctx context.Context, c *agentrunner.Cycle, s *config.Step, fb *fallbackArtifact, ch *agentrunner.Change) (*agentrunner.Cycle, *agentrunner.Attempt, error) {
 	file := e.stepFile(s)
 	dst := filepath.Join(c.Dir, file)
-	if err := atomicfile.WriteFile(dst, fb.data, 0o644); err != nil {
+	err := e.untilResourced(ctx, c.ID, s.ID, opFallback, func() error {
+		return e.fileOp(opFallback, func() error { return atomicfile.WriteFile(dst, fb.data, 0o644) })
+	})
+	if err != nil {
 		return c, nil, fmt.Errorf("publish fallback %s: %w", fb.path, err)
 	}
 	out := &outcome{}
 	note := fmt.Sprintf("%s failed; %s of cycle %s stands in for it: %s", s.ID, file, fb.cycleID, dst)
-	if err := e.deliver(c, s, fb.data, nil, note, out); err != nil {
+	err = e.untilResourced(ctx, c.ID, s.ID, opDeliver, func() error {
+		out = &outcome{}
+		return e.deliver(c, s, fb.data, nil, note, out)
+	})
+	if err != nil {
 		return c, nil, err
 	}
 	ch.Events = append(ch.Events, out.events...)

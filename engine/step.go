@@ -41,9 +41,13 @@ func (o *outcome) add(e *Engine, c *agentrunner.Cycle, step, typ string, level a
 // runStep runs one attempt of the cycle's current step.
 func (e *Engine) runStep(ctx context.Context, c *agentrunner.Cycle, att *agentrunner.Attempt) (*outcome, error) {
 	step := e.cfg.Pipeline.Steps[att.Step]
-	reused, err := attemptFolder(att.Dir)
+	var reused bool
+	err := e.fileOp(opAttemptFolder, func() (err error) {
+		reused, err = attemptFolder(att.Dir)
+		return err
+	})
 	if err != nil {
-		return nil, agentrunner.Fail(agentrunner.ClassInternal, "create attempt folder: %v", err)
+		return nil, agentrunner.Fail(agentrunner.ClassInternal, "create attempt folder: %w", err)
 	}
 	if step.Kind == config.StepExecution {
 		return e.runExecution(ctx, c, step, att)
@@ -113,15 +117,20 @@ func (e *Engine) runAgent(ctx context.Context, c *agentrunner.Cycle, step *confi
 	case config.ProviderProcess:
 		if len(agent.Tools) > 0 && e.mcpCommand != "" {
 			call := agentrunner.ToolCall{Agent: agent.Name, Step: step.ID, CycleID: c.ID, Attempt: att.Number}
-			if inv.MCPConfig, err = mcp.WriteConfig(att.Dir, e.mcpCommand, e.cfg.Path, call); err != nil {
-				return out, agentrunner.Fail(agentrunner.ClassInternal, "write MCP configuration: %v", err)
+			err := e.fileOp(opMCPConfig, func() (err error) {
+				inv.MCPConfig, err = mcp.WriteConfig(att.Dir, e.mcpCommand, e.cfg.Path, call)
+				return err
+			})
+			if err != nil {
+				return out, agentrunner.Fail(agentrunner.ClassInternal, "write MCP configuration: %w", err)
 			}
 		}
 	}
 	inv.Prompt = prompt.Build(pc)
 	// The prompt is kept so an operator can read exactly what the agent saw.
-	if err := atomicfile.Write(inv.PromptPath, []byte(inv.Prompt), 0o644); err != nil {
-		return out, agentrunner.Fail(agentrunner.ClassInternal, "write prompt: %v", err)
+	err = e.fileOp(opPrompt, func() error { return atomicfile.Write(inv.PromptPath, []byte(inv.Prompt), 0o644) })
+	if err != nil {
+		return out, agentrunner.Fail(agentrunner.ClassInternal, "write prompt: %w", err)
 	}
 	if reused {
 		os.Remove(inv.OutputPath) // the attempt never mistakes its earlier run's file for its own
@@ -147,9 +156,16 @@ func (e *Engine) runAgent(ctx context.Context, c *agentrunner.Cycle, step *confi
 		}
 		return out, err
 	}
-	data, err := atomicfile.ReadFileLimit(inv.OutputPath, int64(agent.Output.MaxBytes))
+	var data []byte
+	err = e.fileOp(opReadArtifact, func() (err error) {
+		data, err = atomicfile.ReadFileLimit(inv.OutputPath, int64(agent.Output.MaxBytes))
+		return err
+	})
 	if tl := (*atomicfile.TooLargeError)(nil); errors.As(err, &tl) {
 		return out, agentrunner.Fail(agentrunner.ClassInvalidOutput, "the agent's %s is %d bytes or more, over output.max_bytes (%d)", agent.Output.File, tl.Size, tl.Limit)
+	}
+	if agentrunner.ExhaustedResource(err) != "" {
+		return out, agentrunner.Fail(agentrunner.ClassInternal, "read %s: %w", agent.Output.File, err)
 	}
 	if err != nil {
 		return out, agentrunner.Fail(agentrunner.ClassInvalidOutput, "the agent wrote no %s (expected at %s)", agent.Output.File, inv.OutputPath)
@@ -175,8 +191,8 @@ func (e *Engine) runAgent(ctx context.Context, c *agentrunner.Cycle, step *confi
 	// and renamed into the cycle directory, so the cycle directory only ever
 	// holds complete, valid artifacts.
 	dst := filepath.Join(c.Dir, agent.Output.File)
-	if err := atomicfile.Move(inv.OutputPath, dst); err != nil {
-		return out, agentrunner.Fail(agentrunner.ClassInternal, "publish %s: %v", agent.Output.File, err)
+	if err := e.fileOp(opPublish, func() error { return atomicfile.Move(inv.OutputPath, dst) }); err != nil {
+		return out, agentrunner.Fail(agentrunner.ClassInternal, "publish %s: %w", agent.Output.File, err)
 	}
 	out.outputPath = dst
 	out.add(e, c, step.ID, agentrunner.EventArtifactAccepted, agentrunner.LevelInfo, map[string]any{
@@ -307,9 +323,13 @@ func (e *Engine) ensureMemory(c *agentrunner.Cycle, agent string, out *outcome) 
 		}
 		return "{{" + name + "}}"
 	})
-	created, err := memory.Ensure(path, tmpl)
+	var created bool
+	err := e.fileOp(opMemory, func() (err error) {
+		created, err = memory.Ensure(path, tmpl)
+		return err
+	})
 	if err != nil {
-		return agentrunner.Fail(agentrunner.ClassInternal, "create memory of %s: %v", agent, err)
+		return agentrunner.Fail(agentrunner.ClassInternal, "create memory of %s: %w", agent, err)
 	}
 	if created {
 		out.add(e, c, "", agentrunner.EventMemoryCreated, agentrunner.LevelInfo, map[string]any{"agent": agent, "path": path})
@@ -370,9 +390,13 @@ func (e *Engine) deliver(c *agentrunner.Cycle, step *config.Step, data []byte, s
 	if len(ds) == 0 {
 		return nil
 	}
-	replaced, err := e.boxes.DepositAll(ds)
+	var replaced []bool
+	err := e.fileOp(opDeliver, func() (err error) {
+		replaced, err = e.boxes.DepositAll(ds)
+		return err
+	})
 	if err != nil {
-		return agentrunner.Fail(agentrunner.ClassInternal, "deliver to mailboxes: %v", err)
+		return agentrunner.Fail(agentrunner.ClassInternal, "deliver to mailboxes: %w", err)
 	}
 	for i, d := range ds {
 		out.add(e, c, step.ID, agentrunner.EventMailboxDelivered, agentrunner.LevelInfo, map[string]any{

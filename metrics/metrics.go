@@ -88,6 +88,7 @@ type Metrics struct {
 	toolCalls     *prometheus.CounterVec
 	toolDuration  *prometheus.HistogramVec
 	escalations   *prometheus.CounterVec
+	resources     *prometheus.CounterVec
 }
 
 // New returns the metrics, registered. Each Metrics has its own registry:
@@ -133,13 +134,17 @@ func New(opts Options) *Metrics {
 		Name: "agentrunner_escalations_total",
 		Help: "Steps that failed for good and were escalated, by the policy applied (skip, halt, fail).",
 	}, []string{"step", "policy"})
+	m.resources = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "agentrunner_resource_exhausted_total",
+		Help: "Operations of the runner that failed because it ran out of a resource (file descriptors, disk space, memory, processes), and were tried again.",
+	}, []string{"resource"})
 	var own prometheus.Registerer = m.reg
 	if opts.Pipeline != "" {
 		// A label value must be UTF-8, or registration fails.
 		own = prometheus.WrapRegistererWith(prometheus.Labels{"pipeline": strings.ToValidUTF8(opts.Pipeline, "\uFFFD")}, m.reg)
 	}
 	own.MustRegister(m.cycles, m.cycleDuration, m.stepOutcomes, m.stepDuration, m.tokens,
-		m.retries, m.toolCalls, m.toolDuration, m.escalations)
+		m.retries, m.toolCalls, m.toolDuration, m.escalations, m.resources)
 	if opts.Tools != nil || opts.OutboxBacklog != nil {
 		own.MustRegister(newStateCollector(opts))
 	}
@@ -194,6 +199,11 @@ func (m *Metrics) Observe(ev *agentrunner.Event) {
 		}
 		policy, _ := d["policy"].(string)
 		m.escalations.WithLabelValues(m.labels.value("step", step, names), m.labels.value("policy", policy, names)).Inc()
+	case agentrunner.EventResourceExhausted:
+		// Events name the resource for people ("disk space"); the label
+		// is an identifier (disk_space).
+		r, _ := d["resource"].(string)
+		m.resources.WithLabelValues(m.labels.value("resource", strings.ReplaceAll(r, " ", "_"), names)).Inc()
 	}
 }
 

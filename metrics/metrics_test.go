@@ -629,3 +629,30 @@ func TestConcurrentObserve(t *testing.T) {
 		t.Errorf("%v tool calls in %v series, want %d in %d", calls, series, workers*each, maxLabelValues+1)
 	}
 }
+
+// TestObserveResourceExhausted: resource.exhausted events are counted by
+// the resource they name, as a label identifier; a strange name is "other".
+func TestObserveResourceExhausted(t *testing.T) {
+	m := New(Options{})
+	for _, r := range []any{"file descriptors", "file descriptors", "disk space", "memory", "processes", "a{b}", 7} {
+		m.Observe(&agentrunner.Event{Type: agentrunner.EventResourceExhausted, Level: agentrunner.LevelWarn,
+			Details: map[string]any{"resource": r, "operation": "write prompt"}})
+	}
+	got := map[string]float64{}
+	for k, v := range snapshot(t, m.Registry()) {
+		if strings.HasPrefix(k, "agentrunner_resource_exhausted_total") {
+			got[k] = v
+		}
+	}
+	want := map[string]float64{
+		`agentrunner_resource_exhausted_total{resource="file_descriptors"}`: 2,
+		`agentrunner_resource_exhausted_total{resource="disk_space"}`:       1,
+		`agentrunner_resource_exhausted_total{resource="memory"}`:           1,
+		`agentrunner_resource_exhausted_total{resource="processes"}`:        1,
+		`agentrunner_resource_exhausted_total{resource="other"}`:            1,
+		`agentrunner_resource_exhausted_total{resource=""}`:                 1,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("agentrunner_resource_exhausted_total (-want +got):\n%s", diff)
+	}
+}

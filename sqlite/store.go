@@ -163,6 +163,7 @@ func (s *Store) Apply(ctx context.Context, ch *agentrunner.Change) (err error) {
 			// The transaction may already be gone (an interrupted statement
 			// rolls it back); then ROLLBACK fails harmlessly.
 			w.exec(context.Background(), "ROLLBACK")
+			err = exhausted(err)
 		}
 	}()
 	cycleDone := false

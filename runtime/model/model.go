@@ -63,7 +63,7 @@ func (r *Runtime) Run(ctx context.Context, inv *agentrunner.Invocation) (*agentr
 	}
 	recDir := filepath.Join(inv.Dir, RecordingDir)
 	if err := os.MkdirAll(recDir, 0o755); err != nil {
-		return nil, agentrunner.Fail(agentrunner.ClassInternal, "create recording folder: %v", err)
+		return nil, agentrunner.Fail(agentrunner.ClassInternal, "create recording folder: %w", err)
 	}
 	ctx = llm.WithRecording(ctx, llm.NewRecording(recDir, r.secrets...))
 
@@ -155,7 +155,7 @@ func (c *conversation) run(ctx context.Context) error {
 			// Invalid output after the repairs is written all the same: the
 			// engine validates it again, rejects it and records why.
 			if err := os.WriteFile(c.inv.OutputPath, []byte(answer), 0o644); err != nil {
-				return agentrunner.Fail(agentrunner.ClassInternal, "write output: %v", err)
+				return agentrunner.Fail(agentrunner.ClassInternal, "write output: %w", err)
 			}
 			return nil
 		}

@@ -180,7 +180,7 @@ func (r *Runtime) Run(ctx context.Context, inv *agentrunner.Invocation) (*agentr
 	// stdin without reading it could keep Run waiting after the agent exited.
 	stdinR, stdinW, err := os.Pipe()
 	if err != nil {
-		return nil, agentrunner.Fail(agentrunner.ClassUnavailable, "create stdin pipe for the agent: %v", err)
+		return nil, agentrunner.Fail(agentrunner.ClassUnavailable, "create stdin pipe for the agent: %w", err)
 	}
 	defer stdinW.Close()
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdout, stderr
@@ -305,7 +305,7 @@ func invocationEnv(inv *agentrunner.Invocation) []string {
 func createLog(path string) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
-		return nil, agentrunner.Fail(agentrunner.ClassInternal, "create agent log: %v", err)
+		return nil, agentrunner.Fail(agentrunner.ClassInternal, "create agent log: %w", err)
 	}
 	return f, nil
 }
@@ -324,7 +324,7 @@ func startError(program string, err error) error {
 	if cannotRun {
 		return agentrunner.Fail(agentrunner.ClassConfig, "agent command %q cannot be run: %v", program, err)
 	}
-	return agentrunner.Fail(agentrunner.ClassUnavailable, "start agent command %q: %v", program, err)
+	return agentrunner.Fail(agentrunner.ClassUnavailable, "start agent command %q: %w", program, err)
 }
 
 // stoppedError says why Run stopped an agent that was still running.
