@@ -100,7 +100,7 @@ func buildRuntimes(cfg *config.Config, ws *workspace.Workspace, tools *tool.Exec
 		case config.ProviderMock:
 			runtimes[name] = mock.New(mock.Options{Now: clock.Now})
 		case config.ProviderProcess:
-			rt, err := process.New(process.Config{Command: p.Command, Env: p.Env, KillGrace: p.KillGrace.D()})
+			rt, err := process.New(processConfig(cfg, name))
 			if err != nil {
 				problems = append(problems, problem(cfg, "providers."+name, err))
 				continue
@@ -120,6 +120,20 @@ func buildRuntimes(cfg *config.Config, ws *workspace.Workspace, tools *tool.Exec
 		}
 	}
 	return runtimes, problems
+}
+
+// processConfig is the runtime configuration of a process provider: its
+// command, and the environment its agents get, the provider's and each
+// agent's own.
+func processConfig(cfg *config.Config, provider string) process.Config {
+	p := cfg.Providers[provider]
+	pc := process.Config{Command: p.Command, Env: process.Env(p.Env), KillGrace: p.KillGrace.D(), Agents: map[string]process.Env{}}
+	for name, a := range cfg.Agents {
+		if a != nil && a.Provider == provider {
+			pc.Agents[name] = process.Env(a.Env)
+		}
+	}
+	return pc
 }
 
 // buildExec returns the Execution Service client, or nil when none is
