@@ -123,3 +123,36 @@ func TestChildProcessEnvOnlyWhereAProcessStarts(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
+
+func TestIsOverride(t *testing.T) {
+	tests := map[string]bool{
+		"AGENTRUNNER_SERVER_LISTEN":                   true,
+		"AGENTRUNNER_ARTIFACTS_DIR":                   true,
+		"AGENTRUNNER_SCHEDULE_EVERY":                  true,
+		"AGENTRUNNER_AGENTS_RESEARCH_PROVIDER":        true,
+		"AGENTRUNNER_AGENTS_MY_AGENT_2_TOOLS":         true,
+		"AGENTRUNNER_AGENTS_REPORT_RETRIES_MAX":       true,
+		"AGENTRUNNER_PROVIDERS_CLI_ENV_PASS":          true,
+		"AGENTRUNNER_TOOLS_WEB_SEARCH_BASE_URL":       true,
+		"AGENTRUNNER_EXECUTION_SERVICE_URL":           true,
+		"AGENTRUNNER_SERVER_AUTH_JWT_SECRET_ENV":      true,
+		"AGENTRUNNER_KEY_ALICE":                       false, // an operator's API key, named so
+		"AGENTRUNNER_WEBHOOK_SECRET":                  false,
+		"AGENTRUNNER_TEST_SECRET":                     false,
+		"AGENTRUNNER_SERVER":                          false, // a section, not a key
+		"AGENTRUNNER_AGENTS_RESEARCH":                 false,
+		"AGENTRUNNER_PROVIDERS_CLI_ENV_SET":           false, // a map of values
+		"AGENTRUNNER_PROVIDERS_CLI_ENV_SET_X":         false,
+		"AGENTRUNNER_AGENTS__PROVIDER":                false,
+		"AGENTRUNNER_TOOLS_X_PARAMETERS":              false,
+		"AGENTRUNNER_SERVER_AUTH_API_KEYS":            false,
+		"OPENAI_API_KEY":                              false,
+		"AGENTRUNNER_PROMPT_FILE":                     false,
+		"AGENTRUNNER_EXECUTION_SERVICE_URL_AND_TOKEN": false,
+	}
+	for name, want := range tests {
+		if got := IsOverride(name); got != want {
+			t.Errorf("IsOverride(%s) = %v, want %v", name, got, want)
+		}
+	}
+}
