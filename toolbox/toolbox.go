@@ -248,3 +248,30 @@ func Describe(ctx context.Context, cfg *config.Config, d Deps) []Info {
 	}
 	return out
 }
+
+// Needs returns the environment variables a tool cannot work without: its
+// API key, the Execution Service token, an MCP server's bearer token. A
+// process agent's tools run in the agent's environment (its CLI starts
+// `agentrunner mcp`), so each must be passed to the agent.
+func Needs(cfg *config.Config, name string) []string {
+	if t := cfg.Tools[name]; t != nil {
+		var needs []string
+		switch {
+		case t.APIKeyEnv != "":
+			needs = append(needs, t.APIKeyEnv)
+		case t.Kind == websearch.Kind:
+			needs = append(needs, websearch.DefaultAPIKeyEnv)
+		}
+		if t.Kind == position.Kind && cfg.ExecutionService.TokenEnv != "" {
+			needs = append(needs, cfg.ExecutionService.TokenEnv)
+		}
+		return needs
+	}
+	for _, server := range slices.Sorted(maps.Keys(cfg.MCPServers)) {
+		m := cfg.MCPServers[server]
+		if m != nil && m.Prefix != "" && strings.HasPrefix(name, m.Prefix) && m.BearerEnv != "" {
+			return []string{m.BearerEnv}
+		}
+	}
+	return nil
+}

@@ -100,6 +100,7 @@ func buildRuntimes(cfg *config.Config, ws *workspace.Workspace, tools *tool.Exec
 		case config.ProviderMock:
 			runtimes[name] = mock.New(mock.Options{Now: clock.Now})
 		case config.ProviderProcess:
+			problems = append(problems, processToolKeys(cfg, name)...)
 			rt, err := process.New(processConfig(cfg, name))
 			if err != nil {
 				problems = append(problems, problem(cfg, "providers."+name, err))
@@ -134,6 +135,31 @@ func processConfig(cfg *config.Config, provider string) process.Config {
 		}
 	}
 	return pc
+}
+
+// processToolKeys checks that each agent on a process provider is passed
+// the keys its tools need: its CLI starts `agentrunner mcp`, which runs the
+// tools in the agent's environment, so a key the agent is not passed would
+// keep the server, and every tool of the agent, from starting.
+func processToolKeys(cfg *config.Config, provider string) config.Problems {
+	var problems config.Problems
+	passed := cfg.Providers[provider].Env.Pass
+	for _, name := range slices.Sorted(maps.Keys(cfg.Agents)) {
+		a := cfg.Agents[name]
+		if a == nil || a.Provider != provider {
+			continue
+		}
+		for i, t := range a.Tools {
+			for _, need := range toolbox.Needs(cfg, t) {
+				if !slices.Contains(passed, need) && !slices.Contains(a.Env.Pass, need) {
+					problems = append(problems, problem(cfg, fmt.Sprintf("agents.%s.tools[%d]", name, i), fmt.Errorf(
+						"%s needs %s, which this process agent's env does not pass: its tools run in its environment; "+
+							"pass %s (which gives the agent the key too) or drop the tool", t, need, need)))
+				}
+			}
+		}
+	}
+	return problems
 }
 
 // buildExec returns the Execution Service client, or nil when none is
