@@ -75,8 +75,10 @@ type Provider struct {
 	// Command is the argv of a process agent; see runtime/process for the
 	// {placeholders} it may contain.
 	Command []string `yaml:"command"`
-	// Env adds variables to a process agent's environment.
-	Env map[string]string `yaml:"env"`
+	// Env is what a process agent gets besides the base variables (PATH,
+	// HOME, LANG, TZ, TMPDIR, LC_*): nothing else of the runner's
+	// environment reaches it.
+	Env Env `yaml:"env"`
 	// KillGrace is the time between SIGTERM and SIGKILL on timeout.
 	KillGrace Duration `yaml:"kill_grace"`
 	// BaseURL of an openai or anthropic provider; default from
@@ -90,6 +92,19 @@ type Provider struct {
 	RequestTimeout Duration `yaml:"request_timeout"`
 	// Model is the model of agents on this provider that name none.
 	Model string `yaml:"model"`
+}
+
+// Env is what a child process the runner starts (a process agent, an MCP
+// server, a CLI-backed tool) gets besides the base variables. The runner's
+// environment holds its secrets, so a child gets none of it but what Pass
+// names.
+type Env struct {
+	// Pass names variables of the runner's environment the child gets,
+	// such as the API key a coding-agent CLI needs; an unset one is absent.
+	Pass []string `yaml:"pass"`
+	// Set gives variables with their values: plain settings, never secrets
+	// (those are passed by name, so they stay out of the file).
+	Set map[string]string `yaml:"set"`
 }
 
 // Provider kinds.
@@ -152,6 +167,11 @@ type Agent struct {
 	// InlineInputs puts the inputs' content into the prompt instead of
 	// giving the model filesystem_read access to them.
 	InlineInputs bool `yaml:"inline_inputs"`
+
+	// For agents on a process provider:
+	// Env adds to the provider's env for this agent only: its pass names
+	// join the provider's, its set values replace the provider's.
+	Env Env `yaml:"env"`
 
 	// Name is the agent's key in agents.
 	Name string `yaml:"-"`
@@ -316,6 +336,9 @@ type Tool struct {
 	MaxRedirects int `yaml:"max_redirects"`
 	// Binary is the program a CLI-backed tool runs (bird).
 	Binary string `yaml:"binary"`
+	// Env is what the program of a CLI-backed tool (bird) gets besides the
+	// base variables and the credentials it reads (bird: AUTH_TOKEN, CT0).
+	Env Env `yaml:"env"`
 	// CacheTTL is how long results are reused.
 	CacheTTL Duration `yaml:"cache_ttl"`
 	// Provider of market data: binance or csv (technical_indicators).
@@ -339,9 +362,10 @@ type Breaker struct {
 // MCPServer is an external MCP server: a stdio command or a streamable-HTTP
 // URL. Its tools join the registry as <prefix><tool>.
 type MCPServer struct {
-	Command []string          `yaml:"command"`
-	Env     map[string]string `yaml:"env"`
-	URL     string            `yaml:"url"`
+	Command []string `yaml:"command"`
+	// Env is what a stdio server gets besides the base variables.
+	Env Env    `yaml:"env"`
+	URL string `yaml:"url"`
 	// Prefix of the imported tool names; default "<server name>_".
 	Prefix string `yaml:"prefix"`
 	// Tools limits which of the server's tools are imported; empty: all.

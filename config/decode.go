@@ -62,6 +62,8 @@ type JSON json.RawMessage
 
 var jsonType = reflect.TypeOf(JSON(nil))
 
+var envType = reflect.TypeOf(Env{})
+
 // decoder decodes a yaml.Node tree into Go structs strictly: unknown keys,
 // duplicate keys, wrong types and bad durations are all reported, each with
 // its position, and decoding goes on to find the rest.
@@ -119,6 +121,9 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 	switch v.Type() {
 	case durationType:
 		d.decodeDuration(n, v, path)
+		return
+	case envType:
+		d.decodeEnv(n, v, path)
 		return
 	case jsonType:
 		var x any
@@ -270,6 +275,26 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
 		d.lines[key] = d.pos(p[0])
 		d.decode(p[1], v.Field(idx), key)
 	}
+}
+
+// decodeEnv decodes an env mapping, explaining the plain map of variables
+// it once was, so an old configuration gets its fix and not just "unknown
+// key".
+func (d *decoder) decodeEnv(n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind != yaml.MappingNode {
+		d.fail(n, path, "want a mapping {pass: [NAMES], set: {NAME: value}}, got %s", kindName(n))
+		return
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := n.Content[i]
+		if k.Kind == yaml.ScalarNode && k.Value != "pass" && k.Value != "set" {
+			d.fail(k, path, "env is {pass: [NAMES], set: {NAME: value}}, not a map of variables: "+
+				"write set: {%s: ...} for a plain setting, or pass: [%s] to give the variable of the runner's environment "+
+				"(secrets are always passed by name)", k.Value, k.Value)
+			return
+		}
+	}
+	d.decodeStruct(n, v, path)
 }
 
 // yamlFields maps the yaml names of a struct's fields to their index.

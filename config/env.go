@@ -157,3 +157,68 @@ func setScalar(v reflect.Value, raw string) error {
 	}
 	return nil
 }
+
+// IsOverride reports whether name is an environment override of some
+// configuration: AGENTRUNNER_ and the key path of a key that can be set
+// from the environment, where the name of an agent, provider, step, tool or
+// MCP server stands for any name. Other AGENTRUNNER_* variables, such as
+// secrets an operator named so, are not configuration.
+func IsOverride(name string) bool {
+	rest, ok := strings.CutPrefix(name, EnvPrefix+"_")
+	return ok && overridable(reflect.TypeOf(Config{}), rest)
+}
+
+// overridable reports whether rest is the variable suffix of a key of t
+// that applyEnv sets.
+func overridable(t reflect.Type, rest string) bool {
+	if t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Struct {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		if t == durationType {
+			return false
+		}
+		for i := 0; i < t.NumField(); i++ {
+			name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+			if name == "" || name == "-" {
+				continue
+			}
+			key := strings.TrimPrefix(envName("", name), "_")
+			ft := t.Field(i).Type
+			if rest == key && settable(ft) {
+				return true
+			}
+			if sub, ok := strings.CutPrefix(rest, key+"_"); ok && overridable(ft, sub) {
+				return true
+			}
+		}
+	case reflect.Map:
+		if t.Elem().Kind() != reflect.Pointer {
+			return false
+		}
+		// The entry's name is one or more parts of rest.
+		for i := 1; i < len(rest); i++ {
+			if rest[i] == '_' && overridable(t.Elem(), rest[i+1:]) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// settable reports whether applyEnv sets a key of type t from one variable.
+func settable(t reflect.Type) bool {
+	if t == durationType {
+		return true
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		return t.Elem().Kind() != reflect.Struct && settable(t.Elem())
+	case reflect.String, reflect.Int, reflect.Int64, reflect.Float64, reflect.Bool:
+		return true
+	case reflect.Slice:
+		return t.Elem().Kind() == reflect.String || t.Elem() == durationType
+	}
+	return false
+}

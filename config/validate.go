@@ -116,9 +116,69 @@ func (v *validator) provider(name string, p *Provider) {
 	default:
 		v.add(key+".kind", "unknown kind %q (supported: mock, process, openai, anthropic)", p.Kind)
 	}
-	for _, k := range slices.Sorted(maps.Keys(p.Env)) {
-		if !envNamePattern.MatchString(k) {
-			v.add(key+".env", "%q is not a valid environment variable name", k)
+	if p.Kind != ProviderProcess && !p.Env.empty() {
+		v.add(key+".env", "only process providers start a process that takes an environment")
+	}
+	v.env(key+".env", p.Env)
+}
+
+// empty reports whether e gives nothing.
+func (e Env) empty() bool { return len(e.Pass) == 0 && len(e.Set) == 0 }
+
+// secretWords are the parts of a variable name (split at "_") that say it
+// holds a secret, so its value must not be written in the file.
+var secretWords = []string{"KEY", "APIKEY", "TOKEN", "SECRET", "SECRETS", "PASSWORD", "PASSWD", "PASSPHRASE", "CREDENTIAL", "CREDENTIALS", "COOKIE", "AUTH"}
+
+// looksSecret reports whether a variable set in the file looks like a
+// secret: by its name, or by a URL value carrying a password.
+func looksSecret(name, value string) bool {
+	for _, w := range strings.Split(strings.ToUpper(name), "_") {
+		if slices.Contains(secretWords, w) {
+			return true
+		}
+	}
+	u, err := url.Parse(value)
+	if err != nil || u.User == nil {
+		return false
+	}
+	_, hasPassword := u.User.Password()
+	return hasPassword
+}
+
+// reservedEnv reports whether a variable is the runner's to give: the
+// AGENTRUNNER_* ones it sets for each attempt (and its own configuration
+// overrides and secrets named so), and PWD.
+func reservedEnv(name string) bool {
+	return strings.HasPrefix(strings.ToUpper(name), EnvPrefix+"_") || name == "PWD"
+}
+
+// env checks what a child process is given: names, and no secret written
+// in the file.
+func (v *validator) env(key string, e Env) {
+	for i, name := range e.Pass {
+		k := fmt.Sprintf("%s.pass[%d]", key, i)
+		switch {
+		case !envNamePattern.MatchString(name):
+			v.add(k, "%q is not an environment variable name (letters, digits and _, not starting with a digit)", name)
+		case reservedEnv(name):
+			v.add(k, "%s is the runner's own: it sets the AGENTRUNNER_* variables and PWD an agent gets", name)
+		case slices.Contains(e.Pass[:i], name):
+			v.add(k, "%s is passed twice", name)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(e.Set)) {
+		k := key + ".set." + name
+		switch value := e.Set[name]; {
+		case !envNamePattern.MatchString(name):
+			v.add(k, "%q is not an environment variable name (letters, digits and _, not starting with a digit)", name)
+		case reservedEnv(name):
+			v.add(k, "%s is the runner's own: it sets the AGENTRUNNER_* variables and PWD an agent gets", name)
+		case slices.Contains(e.Pass, name):
+			v.add(k, "%s is both passed and set", name)
+		case looksSecret(name, value):
+			v.add(k, "%s looks like a secret: do not write it in the file; put it in the runner's environment and pass it by name (env: {pass: [%s]})", name, name)
+		case strings.IndexByte(value, 0) >= 0:
+			v.add(k, "the value contains a NUL byte")
 		}
 	}
 }
@@ -185,6 +245,10 @@ func (v *validator) agent(name string, a *Agent) {
 	if a.TokenBudget < 0 {
 		v.add(key+".token_budget", "must not be negative")
 	}
+	if p := v.c.Providers[a.Provider]; p != nil && p.Kind != ProviderProcess && !a.Env.empty() {
+		v.add(key+".env", "only agents on a process provider run as a process that takes an environment")
+	}
+	v.env(key+".env", a.Env)
 	seen := map[string]bool{}
 	for i, t := range a.Tools {
 		tk := fmt.Sprintf("%s.tools[%d]", key, i)
@@ -275,6 +339,10 @@ func (v *validator) tool(name string, t *Tool) {
 	if t.MaxBytes < 0 || t.MaxRedirects < 0 {
 		v.add(key, "max_bytes and max_redirects must not be negative")
 	}
+	if t.Kind != "bird" && !t.Env.empty() {
+		v.add(key+".env", "only CLI-backed tools (bird) start a process that takes an environment")
+	}
+	v.env(key+".env", t.Env)
 	for i, p := range t.EMAPeriods {
 		if p < 1 {
 			v.add(fmt.Sprintf("%s.ema_periods[%d]", key, i), "must be at least 1")
@@ -294,6 +362,10 @@ func (v *validator) mcpServer(name string, m *MCPServer) {
 	case m.URL != "":
 		v.url(key+".url", m.URL)
 	}
+	if m.URL != "" && !m.Env.empty() {
+		v.add(key+".env", "only a command (stdio) server is a process that takes an environment")
+	}
+	v.env(key+".env", m.Env)
 	if m.BearerEnv != "" && !envNamePattern.MatchString(m.BearerEnv) {
 		v.add(key+".bearer_env", "%q is not an environment variable name", m.BearerEnv)
 	}

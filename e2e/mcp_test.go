@@ -37,15 +37,21 @@ func TestProcessAgentUsesToolsOverMCP(t *testing.T) {
 	s = strings.Replace(s, "    provider: binance\n", "    provider: csv\n    data_dir: "+data+"\n", 1)
 	os.WriteFile(cfgPath, []byte(s), 0o644)
 
-	es := execsvc.NewMock(execsvc.MockOptions{CompletedAfter: 1})
+	es := execsvc.NewMock(execsvc.MockOptions{CompletedAfter: 1, Token: "es-token-e2e-secret"})
 	url, err := es.Start("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer es.Close()
 	cmd := exec.Command(binary, "run", "--once", "-c", cfgPath)
+	// The runner's secrets: none may reach the agent, its MCP configuration
+	// or the runner's MCP server it starts, which still serves its tool.
+	secrets := []string{"ES_TOKEN_E2E=es-token-e2e-secret", "OPENAI_API_KEY=sk-openai-e2e-secret", "BRAVE_API_KEY=brave-e2e-secret",
+		"AGENTRUNNER_KEY_ALICE=alice-e2e-secret", "AGENTRUNNER_TEST_SECRET=test-e2e-secret"}
 	cmd.Env = append(os.Environ(), "AGENTRUNNER_AGENTS_RESEARCH_PROVIDER=agentcli", "AGENTRUNNER_AGENTS_RESEARCH_TOOLS=technical_indicators",
-		"AGENTRUNNER_EXECUTION_SERVICE_URL="+url, "AGENTRUNNER_EXECUTION_SERVICE_POLL_INTERVAL=20ms")
+		"AGENTRUNNER_EXECUTION_SERVICE_URL="+url, "AGENTRUNNER_EXECUTION_SERVICE_POLL_INTERVAL=20ms",
+		"AGENTRUNNER_EXECUTION_SERVICE_TOKEN_ENV=ES_TOKEN_E2E")
+	cmd.Env = append(cmd.Env, secrets...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("run --once: %v\n%s", err, out)
@@ -74,6 +80,17 @@ func TestProcessAgentUsesToolsOverMCP(t *testing.T) {
 	attemptDir := filepath.Join(dir, "artifacts", "attempts", c.ID, "research-1")
 	if _, err := os.Stat(filepath.Join(attemptDir, "mcp.json")); err != nil {
 		t.Errorf("no MCP configuration in the attempt folder: %v", err)
+	}
+	for _, file := range []string{"env.txt", "mcp.json"} {
+		data, err := os.ReadFile(filepath.Join(attemptDir, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, kv := range secrets {
+			if name, value, _ := strings.Cut(kv, "="); strings.Contains(string(data), value) {
+				t.Errorf("the runner's %s reached the agent's %s", name, file)
+			}
+		}
 	}
 	stdout, _ := os.ReadFile(filepath.Join(attemptDir, "stdout.log"))
 	if !strings.Contains(string(stdout), "tools offered: technical_indicators") || !strings.Contains(string(stdout), `"asset":"BTC"`) {

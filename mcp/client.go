@@ -24,6 +24,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/agentrunner/agentrunner/internal/childenv"
 	"github.com/agentrunner/agentrunner/tool"
 )
 
@@ -53,9 +54,12 @@ type ServerConfig struct {
 	Name string
 	// Command is the argv of a stdio server (not a shell string).
 	Command []string
-	// Env adds variables to a stdio server's environment, which is
-	// otherwise the runner's.
-	Env map[string]string
+	// Env is what a stdio server gets besides the base variables of
+	// package childenv (PATH, HOME, LANG, TZ, TMPDIR, LC_*): variables of
+	// the runner's environment passed by name, and variables set. Nothing
+	// else of the runner's environment, which holds its secrets, reaches
+	// the server.
+	Env childenv.Spec
 	// URL is the endpoint of a streamable-HTTP server.
 	URL string
 	// BearerToken, when set, is sent as "Authorization: Bearer" to URL's
@@ -128,7 +132,7 @@ func Connect(ctx context.Context, cfg ServerConfig) (*Client, error) {
 	}
 	cfg.Command = slices.Clone(cfg.Command)
 	cfg.Tools = slices.Clone(cfg.Tools)
-	cfg.Env = maps.Clone(cfg.Env)
+	cfg.Env = childenv.Spec{Pass: slices.Clone(cfg.Env.Pass), Set: maps.Clone(cfg.Env.Set)}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultCallTimeout
 	}
@@ -244,13 +248,11 @@ func (cfg *ServerConfig) validate() error {
 			return fail("a bearer token is only for url servers")
 		}
 	}
-	for k, v := range cfg.Env {
-		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
-			return fail("env: %q is not a valid variable name (or its value holds a NUL byte)", k)
-		}
+	if problems := childenv.Check(cfg.Env); len(problems) > 0 {
+		return fail("env: %s", strings.Join(problems, "; "))
 	}
 	if cfg.URL != "" {
-		if len(cfg.Env) > 0 {
+		if len(cfg.Env.Pass) > 0 || len(cfg.Env.Set) > 0 {
 			return fail("env is only for command servers")
 		}
 		u, err := url.Parse(cfg.URL)
@@ -331,10 +333,8 @@ func (c *Client) connect(ctx context.Context) (*session, error) {
 		}
 	} else {
 		cmd = exec.Command(c.cfg.Command[0], c.cfg.Command[1:]...)
-		cmd.Env = os.Environ()
-		for k, v := range c.cfg.Env {
-			cmd.Env = append(cmd.Env, k+"="+v)
-		}
+		// Never os.Environ() as a whole: it holds the runner's secrets.
+		cmd.Env = childenv.Build(os.Environ(), nil, c.cfg.Env)
 		cmd.Stderr = c.stderr
 		cmd.SysProcAttr = sysProcAttr()
 		// A grandchild holding stderr open must not keep Close waiting.

@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentrunner/agentrunner/internal/childenv"
 	"github.com/agentrunner/agentrunner/tool"
 )
 
@@ -25,7 +26,7 @@ func stdioConfig(env map[string]string) ServerConfig {
 	for k, v := range env {
 		e[k] = v
 	}
-	return ServerConfig{Name: "up", Command: []string{os.Args[0]}, Env: e, Prefix: "up_"}
+	return ServerConfig{Name: "up", Command: []string{os.Args[0]}, Env: childenv.Spec{Set: e}, Prefix: "up_"}
 }
 
 func connect(t *testing.T, cfg ServerConfig) *Client {
@@ -84,6 +85,51 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestStdioServerGetsOnlyTheAllowedEnvironment starts a real server process
+// while the runner's environment holds secrets: the server sees the base
+// variables and what its configuration passes and sets, nothing else.
+func TestStdioServerGetsOnlyTheAllowedEnvironment(t *testing.T) {
+	secrets := map[string]string{
+		"AGENTRUNNER_TEST_SECRET": "test-secret", "OPENAI_API_KEY": "sk-openai", "ANTHROPIC_API_KEY": "sk-ant",
+		"BRAVE_API_KEY": "brave", "EXECUTION_SERVICE_TOKEN": "es-token", "AGENTRUNNER_WEBHOOK_SECRET": "hook",
+		"AGENTRUNNER_KEY_ALICE": "alice", "REMOTE_TOKEN": "bearer", "FILES_TOKEN": "files-token",
+	}
+	for k, v := range secrets {
+		t.Setenv(k, v)
+	}
+	t.Setenv("HOME", "/home/operator")
+	t.Setenv("LANG", "C.UTF-8")
+	cfg := stdioConfig(map[string]string{dumpEnv: "1", "FILES_ROOT": "/srv/files"})
+	cfg.Env.Pass = []string{"FILES_TOKEN", "NOT_SET_ANYWHERE"}
+	os.Unsetenv("NOT_SET_ANYWHERE")
+	c := connect(t, cfg)
+
+	out, err := call(t, handlerOf(t, c, "up_env"), `{}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, kv := range strings.Split(out, "\n") {
+		k, v, _ := strings.Cut(kv, "=")
+		got[k] = v
+	}
+	want := map[string]string{modeEnv: "upstream", dumpEnv: "1", "FILES_ROOT": "/srv/files", "FILES_TOKEN": "files-token",
+		"HOME": "/home/operator", "LANG": "C.UTF-8", "PATH": os.Getenv("PATH")}
+	for _, name := range []string{"TZ", "TMPDIR"} {
+		if v, ok := os.LookupEnv(name); ok {
+			want[name] = v
+		}
+	}
+	for _, kv := range os.Environ() {
+		if k, v, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "LC_") {
+			want[k] = v
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the server's environment (-want +got):\n%s", diff)
+	}
 }
 
 func TestConnectStdioImportsTools(t *testing.T) {
@@ -264,7 +310,7 @@ func TestConnectAllowlist(t *testing.T) {
 func TestConnectStartFailures(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	cfg := ServerConfig{Name: "broken", Command: []string{os.Args[0]}, Env: map[string]string{modeEnv: "badstart"}}
+	cfg := ServerConfig{Name: "broken", Command: []string{os.Args[0]}, Env: childenv.Spec{Set: map[string]string{modeEnv: "badstart"}}}
 	_, err := Connect(ctx, cfg)
 	if err == nil || !strings.HasPrefix(err.Error(), `mcp server "broken": start: `) || !strings.Contains(err.Error(), "its stderr ends with: fatal: missing API key for upstream") {
 		t.Errorf("Connect to a server that exits = %v, want the start error with its stderr", err)
@@ -293,7 +339,8 @@ func TestServerConfigValidation(t *testing.T) {
 		{"empty program", ok(func(c *ServerConfig) { c.Command = []string{""} }), `command[0] (the program) is empty`},
 		{"nul arg", ok(func(c *ServerConfig) { c.Command = []string{"srv", "a\x00"} }), `command[1] contains a NUL byte`},
 		{"token on command", ok(func(c *ServerConfig) { c.BearerToken = "t0ps3cret" }), `a bearer token is only for url servers`},
-		{"bad env name", ok(func(c *ServerConfig) { c.Env = map[string]string{"A=B": "x"} }), `env: "A=B" is not a valid variable name`},
+		{"bad env name", ok(func(c *ServerConfig) { c.Env = childenv.Spec{Set: map[string]string{"A=B": "x"}} }), `env: set: "A=B" is not an environment variable name`},
+		{"bad passed name", ok(func(c *ServerConfig) { c.Env = childenv.Spec{Pass: []string{"A B"}} }), `env: pass: "A B" is not an environment variable name`},
 		{"negative timeout", ok(func(c *ServerConfig) { c.Timeout = -time.Second }), `timeout -1s is negative`},
 		{"negative grace", ok(func(c *ServerConfig) { c.KillGrace = -time.Second }), `kill grace -1s is negative`},
 		{"bad prefix", ok(func(c *ServerConfig) { c.Prefix = "a.b_" }), `prefix "a.b_" may hold only letters, digits, '_' and '-'`},
@@ -301,7 +348,7 @@ func TestServerConfigValidation(t *testing.T) {
 		{"dup tool", ok(func(c *ServerConfig) { c.Tools = []string{"a", "a"} }), `tools lists "a" twice`},
 		{"relative url", ServerConfig{Name: "s", URL: "/mcp"}, `url must be an absolute http or https URL`},
 		{"ftp url", ServerConfig{Name: "s", URL: "ftp://h/mcp"}, `url must be an absolute http or https URL`},
-		{"env on url", ServerConfig{Name: "s", URL: "http://h/mcp", Env: map[string]string{"A": "b"}}, `env is only for command servers`},
+		{"env on url", ServerConfig{Name: "s", URL: "http://h/mcp", Env: childenv.Spec{Pass: []string{"A"}}}, `env is only for command servers`},
 		{"token with newline", ServerConfig{Name: "s", URL: "http://h/mcp", BearerToken: "abc\ndef"}, `the bearer token contains a line break`},
 	}
 	for _, tt := range tests {

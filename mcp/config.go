@@ -10,15 +10,13 @@ import (
 	"strings"
 
 	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/config"
 	"github.com/agentrunner/agentrunner/internal/atomicfile"
 )
 
 // ConfigFile is the name of the file WriteConfig writes into an attempt's
 // folder.
 const ConfigFile = "mcp.json"
-
-// envPrefix starts the runner's configuration overrides (config.EnvPrefix).
-const envPrefix = "AGENTRUNNER_"
 
 // clientConfig is the "mcpServers" file shape that Claude Code
 // (--mcp-config), Gemini CLI (settings.json) and other MCP hosts read.
@@ -39,11 +37,16 @@ type stdioServer struct {
 // `exe mcp --config CFG --agent A --cycle C --step S --attempt N`: the
 // runner's tools, scoped to this attempt. It returns the file's path.
 //
-// The server's env holds the runner's own AGENTRUNNER_* variables (its
-// configuration overrides, which hold no secrets by design), because some
-// hosts start MCP servers with a reduced environment and the server must
-// load the configuration the runner uses. Secrets the tools need are not
-// written to the file: the server inherits them from the host's environment.
+// The server's env holds the runner's configuration overrides (the
+// AGENTRUNNER_* variables that name a configuration key, see
+// config.IsOverride), so the server loads the configuration the runner
+// uses even from a host that starts MCP servers with a reduced
+// environment. Nothing else of the runner's environment is written: the
+// agent can read this file, and an operator may have named secrets
+// AGENTRUNNER_* too. The server's tools read their secrets from the
+// environment the host gives it, which is the agent's own: a tool that
+// needs a key works for a process agent only when the agent's env passes
+// that key.
 func WriteConfig(dir, exe, configPath string, call agentrunner.ToolCall) (string, error) {
 	switch {
 	case dir == "":
@@ -95,14 +98,14 @@ func WriteConfig(dir, exe, configPath string, call agentrunner.ToolCall) (string
 	return path, nil
 }
 
-// overrides returns the AGENTRUNNER_* variables of environ; never nil, so
+// overrides returns the configuration overrides in environ; never nil, so
 // the file always has an "env" object. A repeated name keeps its last
 // value, as in exec.
 func overrides(environ []string) map[string]string {
 	env := map[string]string{}
 	for _, kv := range environ {
 		k, v, ok := strings.Cut(kv, "=")
-		if ok && strings.HasPrefix(k, envPrefix) {
+		if ok && config.IsOverride(k) {
 			env[k] = v
 		}
 	}

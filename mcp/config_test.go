@@ -15,7 +15,12 @@ import (
 func TestWriteConfig(t *testing.T) {
 	t.Setenv("AGENTRUNNER_ARTIFACTS_DIR", "/srv/loop/artifacts")
 	t.Setenv("AGENTRUNNER_SCHEDULE_EVERY", "4h")
+	t.Setenv("AGENTRUNNER_AGENTS_RESEARCH_PROVIDER", "claude")
 	t.Setenv("MCPTEST_UNRELATED", "not copied")
+	// Secrets an operator named AGENTRUNNER_*: the agent can read the file.
+	t.Setenv("AGENTRUNNER_KEY_ALICE", "alice-api-key")
+	t.Setenv("AGENTRUNNER_WEBHOOK_SECRET", "webhook-secret")
+	t.Setenv("AGENTRUNNER_TEST_SECRET", "test-secret")
 	dir := t.TempDir()
 	exe := filepath.Join(dir, "bin", "agentrunner")
 	cfgPath := filepath.Join(dir, "agentrunner.yaml")
@@ -51,8 +56,9 @@ func TestWriteConfig(t *testing.T) {
 					"--step", "research-2", "--attempt", "3",
 				},
 				"env": map[string]any{
-					"AGENTRUNNER_ARTIFACTS_DIR":  "/srv/loop/artifacts",
-					"AGENTRUNNER_SCHEDULE_EVERY": "4h",
+					"AGENTRUNNER_ARTIFACTS_DIR":            "/srv/loop/artifacts",
+					"AGENTRUNNER_SCHEDULE_EVERY":           "4h",
+					"AGENTRUNNER_AGENTS_RESEARCH_PROVIDER": "claude",
 				},
 			},
 		},

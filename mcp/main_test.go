@@ -27,6 +27,7 @@ const (
 	grandchildEnv = "MCPTEST_GRANDCHILD" // upstream: start a sleeper, write its pid here
 	stubbornEnv   = "MCPTEST_STUBBORN"   // upstream: ignore stdin EOF and SIGTERM
 	greetingEnv   = "MCPTEST_GREETING"   // upstream: returned by the env tool
+	dumpEnv       = "MCPTEST_DUMPENV"    // upstream: the env tool returns the whole environment
 )
 
 func TestMain(m *testing.M) {
@@ -176,6 +177,9 @@ func upstreamServer() *mcpsdk.Server {
 		return text(strconv.Itoa(os.Getpid())), nil
 	})
 	srv.AddTool(&mcpsdk.Tool{Name: "env", InputSchema: obj}, func(context.Context, *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
+		if os.Getenv(dumpEnv) != "" {
+			return text(strings.Join(os.Environ(), "\n")), nil
+		}
 		return text(os.Getenv(greetingEnv)), nil
 	})
 	srv.AddTool(&mcpsdk.Tool{Name: "bad.name", InputSchema: obj}, func(context.Context, *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentrunner/agentrunner/config"
+	"github.com/agentrunner/agentrunner/internal/childenv"
 	"github.com/agentrunner/agentrunner/mcp"
 	"github.com/agentrunner/agentrunner/tool"
 	"github.com/agentrunner/agentrunner/tool/bird"
@@ -179,7 +180,7 @@ func usedServer(m *config.MCPServer, only []string) bool {
 }
 
 func (b *Box) connect(ctx context.Context, m *config.MCPServer, d Deps) error {
-	sc := mcp.ServerConfig{Name: m.Name, Command: m.Command, Env: m.Env, URL: m.URL, Prefix: m.Prefix, Tools: m.Tools, Timeout: m.Timeout.D()}
+	sc := mcp.ServerConfig{Name: m.Name, Command: m.Command, Env: childenv.Spec{Pass: m.Env.Pass, Set: m.Env.Set}, URL: m.URL, Prefix: m.Prefix, Tools: m.Tools, Timeout: m.Timeout.D()}
 	if m.BearerEnv != "" {
 		token, ok := d.LookupEnv(m.BearerEnv)
 		if !ok || token == "" {
@@ -246,4 +247,31 @@ func Describe(ctx context.Context, cfg *config.Config, d Deps) []Info {
 		box.Close()
 	}
 	return out
+}
+
+// Needs returns the environment variables a tool cannot work without: its
+// API key, the Execution Service token, an MCP server's bearer token. A
+// process agent's tools run in the agent's environment (its CLI starts
+// `agentrunner mcp`), so each must be passed to the agent.
+func Needs(cfg *config.Config, name string) []string {
+	if t := cfg.Tools[name]; t != nil {
+		var needs []string
+		switch {
+		case t.APIKeyEnv != "":
+			needs = append(needs, t.APIKeyEnv)
+		case t.Kind == websearch.Kind:
+			needs = append(needs, websearch.DefaultAPIKeyEnv)
+		}
+		if t.Kind == position.Kind && cfg.ExecutionService.TokenEnv != "" {
+			needs = append(needs, cfg.ExecutionService.TokenEnv)
+		}
+		return needs
+	}
+	for _, server := range slices.Sorted(maps.Keys(cfg.MCPServers)) {
+		m := cfg.MCPServers[server]
+		if m != nil && m.Prefix != "" && strings.HasPrefix(name, m.Prefix) && m.BearerEnv != "" {
+			return []string{m.BearerEnv}
+		}
+	}
+	return nil
 }

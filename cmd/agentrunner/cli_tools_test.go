@@ -128,3 +128,34 @@ func TestToolsListAndCall(t *testing.T) {
 		t.Errorf("%d tool.call events recorded for the operator, want 2", calls)
 	}
 }
+
+// TestProcessAgentIsPassedTheKeysOfItsTools: a process agent's tools run in
+// its environment, so validate refuses a tool whose key the agent's env
+// does not pass, and accepts it once passed.
+func TestProcessAgentIsPassedTheKeysOfItsTools(t *testing.T) {
+	t.Setenv("BRAVE_API_KEY", "brave-key-of-the-runner")
+	dir := filepath.Join(t.TempDir(), "ws")
+	if code, stdout, stderr := cliRun(t, "init", dir); code != exitOK {
+		t.Fatalf("init: exit %d\n%s%s", code, stdout, stderr)
+	}
+	raw, err := os.ReadFile(cliConfigPath(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	withCLI := strings.Replace(string(raw), "  mock: {kind: mock}", "  mock: {kind: mock}\n  agentcli: {kind: process, command: [sh, -c, exit]}", 1)
+	if err := os.WriteFile(cliConfigPath(dir), []byte(withCLI), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AGENTRUNNER_AGENTS_RESEARCH_PROVIDER", "agentcli")
+	t.Setenv("AGENTRUNNER_AGENTS_RESEARCH_TOOLS", "web_fetch,web_search")
+	code, _, stderr := cliRun(t, "validate", "-c", cliConfigPath(dir))
+	want := "agents.research.tools[1]: web_search needs BRAVE_API_KEY, which this process agent's env does not pass"
+	if code != exitFailure || !strings.Contains(stderr, want) {
+		t.Errorf("validate: exit %d, want %d and %q:\n%s", code, exitFailure, want, stderr)
+	}
+
+	t.Setenv("AGENTRUNNER_AGENTS_RESEARCH_ENV_PASS", "BRAVE_API_KEY")
+	if code, stdout, stderr := cliRun(t, "validate", "-c", cliConfigPath(dir)); code != exitOK {
+		t.Errorf("validate with the key passed: exit %d\n%s%s", code, stdout, stderr)
+	}
+}

@@ -37,7 +37,7 @@ runner's tools over MCP). The workspace is ready to run once the provider's key 
 			case "anthropic":
 				fmt.Fprintln(out, "set ANTHROPIC_API_KEY before running")
 			case "process":
-				fmt.Fprintln(out, "the agents run the claude CLI, which must be on PATH and logged in")
+				fmt.Fprintln(out, "the agents run the claude CLI, which must be on PATH and logged in; it gets only the variables providers.claude-code.env passes")
 			}
 			fmt.Fprintf(out, "next: cd %s && agentrunner validate && agentrunner run --once\n", args[0])
 			return nil

@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/agentrunner/agentrunner/config"
+	"github.com/agentrunner/agentrunner/internal/childenv"
 	"github.com/spf13/cobra"
 )
 
@@ -43,6 +44,12 @@ func withCode(code int, err error) error {
 }
 
 func main() {
+	// Agents run as the runner's user: without this they could read the
+	// runner's secrets in /proc/<pid>/environ, whatever their own
+	// environment holds.
+	if err := childenv.ProtectRunner(); err != nil {
+		fmt.Fprintf(os.Stderr, "agentrunner: warning: cannot hide the runner's environment from the processes it starts: %v\n", err)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

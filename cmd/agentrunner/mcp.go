@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/agentrunner/agentrunner"
 	"github.com/agentrunner/agentrunner/config"
@@ -11,6 +12,7 @@ import (
 	"github.com/agentrunner/agentrunner/mcp"
 	"github.com/agentrunner/agentrunner/sqlite"
 	"github.com/agentrunner/agentrunner/tool"
+	"github.com/agentrunner/agentrunner/tool/position"
 	"github.com/agentrunner/agentrunner/toolbox"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
@@ -39,13 +41,13 @@ it for process agents through the MCP configuration it writes for each attempt (
 			}
 			// stdout is the protocol; everything else goes to stderr.
 			log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-			deps, err := toolDeps(cfg)
+			deps, err := agentToolDeps(cfg, agent.Tools)
 			if err != nil {
 				return err
 			}
 			box, err := toolbox.Build(cmd.Context(), cfg, agent.Tools, deps)
 			if err != nil {
-				return failureError(err)
+				return failureError(fmt.Errorf("%w (this server runs in the environment of agent %s: a key one of its tools needs must be in the env pass list of the agent or its provider)", err, call.Agent))
 			}
 			defer box.Close()
 			store, err := sqlite.Open(cmd.Context(), cfg.Abs(cfg.State.Path))
@@ -68,4 +70,17 @@ it for process agents through the MCP configuration it writes for each attempt (
 	cmd.MarkFlagRequired("agent")
 	configFlag(cmd, &path)
 	return cmd
+}
+
+// agentToolDeps are the dependencies of one agent's tools. The Execution
+// Service client, which needs the service's token, is built only when one
+// of them reads the service: this server runs in a process agent's
+// environment, which holds only what the agent's configuration passes.
+func agentToolDeps(cfg *config.Config, tools []string) (toolbox.Deps, error) {
+	for _, name := range tools {
+		if t := cfg.Tools[name]; t != nil && t.Kind == position.Kind {
+			return toolDeps(cfg)
+		}
+	}
+	return toolbox.Deps{LookupEnv: os.LookupEnv, Now: time.Now}, nil
 }

@@ -100,7 +100,8 @@ func buildRuntimes(cfg *config.Config, ws *workspace.Workspace, tools *tool.Exec
 		case config.ProviderMock:
 			runtimes[name] = mock.New(mock.Options{Now: clock.Now})
 		case config.ProviderProcess:
-			rt, err := process.New(process.Config{Command: p.Command, Env: p.Env, KillGrace: p.KillGrace.D()})
+			problems = append(problems, processToolKeys(cfg, name)...)
+			rt, err := process.New(processConfig(cfg, name))
 			if err != nil {
 				problems = append(problems, problem(cfg, "providers."+name, err))
 				continue
@@ -120,6 +121,45 @@ func buildRuntimes(cfg *config.Config, ws *workspace.Workspace, tools *tool.Exec
 		}
 	}
 	return runtimes, problems
+}
+
+// processConfig is the runtime configuration of a process provider: its
+// command, and the environment its agents get, the provider's and each
+// agent's own.
+func processConfig(cfg *config.Config, provider string) process.Config {
+	p := cfg.Providers[provider]
+	pc := process.Config{Command: p.Command, Env: process.Env(p.Env), KillGrace: p.KillGrace.D(), Agents: map[string]process.Env{}}
+	for name, a := range cfg.Agents {
+		if a != nil && a.Provider == provider {
+			pc.Agents[name] = process.Env(a.Env)
+		}
+	}
+	return pc
+}
+
+// processToolKeys checks that each agent on a process provider is passed
+// the keys its tools need: its CLI starts `agentrunner mcp`, which runs the
+// tools in the agent's environment, so a key the agent is not passed would
+// keep the server, and every tool of the agent, from starting.
+func processToolKeys(cfg *config.Config, provider string) config.Problems {
+	var problems config.Problems
+	passed := cfg.Providers[provider].Env.Pass
+	for _, name := range slices.Sorted(maps.Keys(cfg.Agents)) {
+		a := cfg.Agents[name]
+		if a == nil || a.Provider != provider {
+			continue
+		}
+		for i, t := range a.Tools {
+			for _, need := range toolbox.Needs(cfg, t) {
+				if !slices.Contains(passed, need) && !slices.Contains(a.Env.Pass, need) {
+					problems = append(problems, problem(cfg, fmt.Sprintf("agents.%s.tools[%d]", name, i), fmt.Errorf(
+						"%s needs %s, which this process agent's env does not pass: its tools run in its environment; "+
+							"pass %s (which gives the agent the key too) or drop the tool", t, need, need)))
+				}
+			}
+		}
+	}
+	return problems
 }
 
 // buildExec returns the Execution Service client, or nil when none is

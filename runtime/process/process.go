@@ -30,6 +30,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/internal/childenv"
 )
 
 // DefaultKillGrace is how long an agent may take to exit after SIGTERM when
@@ -47,7 +48,7 @@ const (
 const stderrTailBytes = 1024
 
 // invocationEnvNames are the variables Run sets for every agent. Config.Env
-// may not set them, because Run would silently override it.
+// may not name them, because Run would silently override them.
 var invocationEnvNames = []string{
 	"AGENTRUNNER_PROMPT_FILE", "AGENTRUNNER_OUTPUT", "AGENTRUNNER_CYCLE_ID",
 	"AGENTRUNNER_CYCLE_DIR", "AGENTRUNNER_STEP", "AGENTRUNNER_AGENT",
@@ -55,6 +56,10 @@ var invocationEnvNames = []string{
 	"AGENTRUNNER_MEMORY", "AGENTRUNNER_TEMPLATE", "AGENTRUNNER_SCHEMA",
 	"AGENTRUNNER_INPUTS", "AGENTRUNNER_MCP_CONFIG", "PWD",
 }
+
+// Env is what an agent gets from the runner's environment besides the base
+// variables: see childenv.Spec.
+type Env = childenv.Spec
 
 // Config is how to start the agent process.
 type Config struct {
@@ -66,9 +71,13 @@ type Config struct {
 	// ["sh", "-c", "agent < ${AGENTRUNNER_PROMPT_FILE}"] works as written.
 	// A Command[0] without a slash is looked up in the runner's PATH.
 	Command []string
-	// Env adds variables to the child's environment (the child inherits the
-	// runner's environment otherwise).
-	Env map[string]string
+	// Env is what every agent of this runtime gets besides the base
+	// variables (see Run): variables of the runner's environment passed by
+	// name, and variables set to a value.
+	Env Env
+	// Agents adds, per agent name, to Env: its Pass names join Env's, its
+	// Set values replace Env's of the same name.
+	Agents map[string]Env
 	// KillGrace is how long a process gets between SIGTERM and SIGKILL when
 	// its attempt times out or is cancelled. Zero means DefaultKillGrace.
 	KillGrace time.Duration
@@ -78,7 +87,8 @@ type Config struct {
 // may run many attempts at once.
 type Runtime struct {
 	command   []argTemplate
-	env       []string // KEY=VALUE from Config.Env, sorted by key
+	env       Env
+	agents    map[string]Env
 	killGrace time.Duration
 }
 
@@ -109,20 +119,11 @@ func New(cfg Config) (*Runtime, error) {
 		}
 		r.command = append(r.command, tmpl)
 	}
-	for _, key := range slices.Sorted(maps.Keys(cfg.Env)) {
-		value := cfg.Env[key]
-		switch {
-		case key == "":
-			problems = append(problems, "env has an empty variable name")
-		case strings.ContainsAny(key, "=\x00"):
-			problems = append(problems, fmt.Sprintf("env variable name %q contains '=' or a NUL byte", key))
-		case slices.Contains(invocationEnvNames, key):
-			problems = append(problems, fmt.Sprintf("env variable %s is set by the runner for every attempt and cannot be configured", key))
-		case strings.IndexByte(value, 0) >= 0:
-			problems = append(problems, fmt.Sprintf("env variable %s: value contains a NUL byte", key))
-		default:
-			r.env = append(r.env, key+"="+value)
-		}
+	r.env, r.agents = cloneEnv(cfg.Env), map[string]Env{}
+	problems = append(problems, envProblems("env", r.env)...)
+	for _, name := range slices.Sorted(maps.Keys(cfg.Agents)) {
+		r.agents[name] = cloneEnv(cfg.Agents[name])
+		problems = append(problems, envProblems("agent "+name+": env", r.agents[name])...)
 	}
 	switch {
 	case cfg.KillGrace < 0:
@@ -142,6 +143,13 @@ func New(cfg Config) (*Runtime, error) {
 // whenever the process started, the RunResult (exit code, log paths) comes
 // with the error too. Whether the agent wrote its artifact is for the caller
 // to check.
+//
+// The agent's environment is built, not inherited: the base variables of
+// package childenv (PATH, HOME, LANG, TZ, TMPDIR, LC_*, and on Windows the
+// few a process needs to start), what Config.Env and Config.Agents pass and
+// set, and the AGENTRUNNER_* variables of the invocation. Nothing else of
+// the runner's environment reaches the agent, so none of the runner's
+// secrets does unless the configuration passes it by name.
 func (r *Runtime) Run(ctx context.Context, inv *agentrunner.Invocation) (*agentrunner.RunResult, error) {
 	if err := checkInvocation(inv); err != nil {
 		return nil, err
@@ -156,7 +164,8 @@ func (r *Runtime) Run(ctx context.Context, inv *agentrunner.Invocation) (*agentr
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = inv.Dir
-	cmd.Env = slices.Concat(os.Environ(), r.env, invocationEnv(inv))
+	// Never os.Environ() as a whole: it holds the runner's secrets.
+	cmd.Env = childenv.Build(os.Environ(), invocationEnv(inv), r.env, r.agents[inv.Agent])
 	cmd.SysProcAttr = sysProcAttr()
 
 	result := &agentrunner.RunResult{
@@ -259,6 +268,26 @@ func (r *Runtime) stop(pid int, proc *os.Process, exited <-chan error) (error, b
 		_ = proc.Kill()
 	}
 	return <-exited, true
+}
+
+// envProblems checks one Env, including that it names none of the
+// variables Run sets itself.
+func envProblems(what string, e Env) []string {
+	var problems []string
+	for _, p := range childenv.Check(e) {
+		problems = append(problems, what+": "+p)
+	}
+	for _, name := range slices.Concat(e.Pass, slices.Sorted(maps.Keys(e.Set))) {
+		if slices.Contains(invocationEnvNames, name) {
+			problems = append(problems, fmt.Sprintf("%s: variable %s is set by the runner for every attempt and cannot be configured", what, name))
+		}
+	}
+	return problems
+}
+
+// cloneEnv copies e, so the caller's later changes do not reach a Runtime.
+func cloneEnv(e Env) Env {
+	return Env{Pass: slices.Clone(e.Pass), Set: maps.Clone(e.Set)}
 }
 
 // checkInvocation rejects an invocation Run cannot honour. Its fields come

@@ -57,7 +57,7 @@ echo "to stderr" >&2
 		Command: []string{"sh", script,
 			"{prompt_file}", "--output={output}", "{dir}", "{cycle_dir}", "{mailbox}", "{memory}",
 			"{template}", "{schema}", "{cycle_id}/{step}/{agent}/{attempt}", "{{literal}", "${HOME}"},
-		Env: map[string]string{"EXTRA": "configured value"},
+		Env: process.Env{Set: map[string]string{"EXTRA": "configured value"}},
 	})
 
 	res, err := rt.Run(context.Background(), inv)
@@ -99,7 +99,7 @@ echo "to stderr" >&2
 		"AGENTRUNNER_TEMPLATE=" + inv.TemplatePath,
 		"AGENTRUNNER_SCHEMA=" + inv.SchemaPath,
 		"EXTRA=configured value",
-		"AGENTRUNNER_TEST_INHERITED=from the runner",
+		"AGENTRUNNER_TEST_INHERITED=", // not inherited: see TestRunGivesTheAgentOnlyTheAllowedEnvironment
 		"PWD=" + inv.Dir,
 	}
 	if diff := cmp.Diff(wantEnv, lines(readFile(t, inv.Dir, "env.txt"))); diff != "" {
@@ -114,6 +114,79 @@ echo "to stderr" >&2
 	}
 	if got := readFile(t, inv.Dir, "stderr.log"); got != "to stderr\n" {
 		t.Errorf("stderr.log = %q", got)
+	}
+}
+
+// runnerSecrets stand for what the runner's environment holds that no agent
+// may see unless its configuration passes it: provider and tool keys,
+// operator API keys, the JWT, webhook and callback secrets, the Execution
+// Service token.
+var runnerSecrets = map[string]string{
+	"AGENTRUNNER_TEST_SECRET":     "test-secret-value",
+	"OPENAI_API_KEY":              "sk-openai-secret",
+	"ANTHROPIC_API_KEY":           "sk-ant-secret",
+	"BRAVE_API_KEY":               "brave-secret",
+	"EXECUTION_SERVICE_TOKEN":     "es-token-secret",
+	"EXECUTION_CALLBACK_SECRET":   "callback-secret",
+	"AGENTRUNNER_WEBHOOK_SECRET":  "webhook-secret",
+	"AGENTRUNNER_KEY_ALICE":       "alice-api-key",
+	"AGENTRUNNER_JWT_SECRET":      "jwt-secret",
+	"GITHUB_TOKEN":                "ghp-secret",
+	"AUTH_TOKEN":                  "x-cookie-secret",
+	"AGENTRUNNER_SERVER_LISTEN":   "127.0.0.1:9999",
+	"UNRELATED_SETTING_OF_RUNNER": "runner-only",
+	"HTTPS_PROXY":                 "http://user:pass@proxy:3128",
+}
+
+func TestRunGivesTheAgentOnlyTheAllowedEnvironment(t *testing.T) {
+	for k, v := range runnerSecrets {
+		t.Setenv(k, v)
+	}
+	base := map[string]string{"PATH": os.Getenv("PATH"), "HOME": "/home/operator", "LANG": "C.UTF-8", "TZ": "UTC", "TMPDIR": os.TempDir(), "LC_ALL": "C"}
+	for k, v := range base {
+		t.Setenv(k, v)
+	}
+	os.Unsetenv("NOT_SET_ANYWHERE")
+	inv := newInvocation(t) // agent "planner"
+	rt := mustNew(t, process.Config{
+		Command: []string{"env"},
+		Env:     process.Env{Pass: []string{"GITHUB_TOKEN", "NOT_SET_ANYWHERE"}, Set: map[string]string{"MODE": "provider", "CLI_FLAGS": "--quiet"}},
+		Agents: map[string]process.Env{
+			"planner": {Pass: []string{"ANTHROPIC_API_KEY"}, Set: map[string]string{"MODE": "planner"}},
+			"other":   {Pass: []string{"OPENAI_API_KEY"}},
+		},
+	})
+
+	if _, err := rt.Run(context.Background(), inv); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+
+	got := map[string]string{}
+	for _, line := range lines(readFile(t, inv.Dir, "stdout.log")) {
+		if k, v, ok := strings.Cut(line, "="); ok { // not the second line of AGENTRUNNER_INPUTS
+			got[k] = v
+		}
+	}
+	want := map[string]string{
+		"GITHUB_TOKEN": "ghp-secret", "ANTHROPIC_API_KEY": "sk-ant-secret", // passed by the provider, by the agent
+		"MODE": "planner", "CLI_FLAGS": "--quiet", // set; the agent's value wins
+		"PWD": inv.Dir,
+	}
+	for k, v := range base {
+		want[k] = v
+	}
+	for k, v := range got {
+		if _, secret := runnerSecrets[k]; strings.HasPrefix(k, "AGENTRUNNER_") && !secret {
+			want[k] = v // the invocation's variables, checked by TestRunGivesTheAgentItsPromptEnvironmentArgumentsAndFolder
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the agent's environment (-want +got):\n%s", diff)
+	}
+	for k := range runnerSecrets {
+		if _, leaked := got[k]; leaked && k != "GITHUB_TOKEN" && k != "ANTHROPIC_API_KEY" {
+			t.Errorf("the agent got the runner's %s", k)
+		}
 	}
 }
 
@@ -479,7 +552,8 @@ func TestNewValidatesTheConfig(t *testing.T) {
 		{name: "every placeholder, escapes and shell expansions", cfg: process.Config{
 			Command: []string{"claude", "-p", "{prompt_file}", "{output}", "{dir}", "{cycle_dir}", "{mailbox}", "{memory}",
 				"{template}", "{schema}", "{cycle_id}", "{step}", "{agent}", "{attempt}", "{{not_a_placeholder}", "${HOME}", `{"json": true}`},
-			Env:       map[string]string{"ANTHROPIC_MODEL": "x", "EMPTY": ""},
+			Env:       process.Env{Pass: []string{"ANTHROPIC_API_KEY"}, Set: map[string]string{"ANTHROPIC_MODEL": "x", "EMPTY": ""}},
+			Agents:    map[string]process.Env{"coder": {Pass: []string{"GITHUB_TOKEN"}, Set: map[string]string{"ANTHROPIC_MODEL": "y"}}},
 			KillGrace: time.Second,
 		}},
 		{name: "no command", cfg: process.Config{}, wantErr: []string{"command is empty"}},
@@ -488,11 +562,13 @@ func TestNewValidatesTheConfig(t *testing.T) {
 			wantErr: []string{`command[1] "--out={ouptut}": unknown placeholder {ouptut}`, `command[3] "{mcp_cfg}": unknown placeholder {mcp_cfg}`, "known: {prompt_file}"}},
 		{name: "NUL in argument", cfg: process.Config{Command: []string{"claude", "a\x00b"}}, wantErr: []string{"command[1] contains a NUL byte"}},
 		{name: "negative grace", cfg: process.Config{Command: []string{"claude"}, KillGrace: -time.Second}, wantErr: []string{"kill grace -1s is negative"}},
-		{name: "bad env names", cfg: process.Config{Command: []string{"claude"}, Env: map[string]string{"": "x", "A=B": "x"}},
-			wantErr: []string{"env has an empty variable name", `env variable name "A=B" contains '='`}},
-		{name: "reserved env names", cfg: process.Config{Command: []string{"claude"}, Env: map[string]string{"AGENTRUNNER_OUTPUT": "x", "PWD": "/"}},
-			wantErr: []string{"env variable AGENTRUNNER_OUTPUT is set by the runner", "env variable PWD is set by the runner"}},
-		{name: "NUL in env value", cfg: process.Config{Command: []string{"claude"}, Env: map[string]string{"KEY": "a\x00"}}, wantErr: []string{"env variable KEY: value contains a NUL byte"}},
+		{name: "bad env names", cfg: process.Config{Command: []string{"claude"}, Env: process.Env{Pass: []string{"A-B"}, Set: map[string]string{"": "x", "A=B": "x"}}},
+			wantErr: []string{`env: pass: "A-B" is not an environment variable name`, `env: set: "" is not`, `env: set: "A=B" is not`}},
+		{name: "reserved env names", cfg: process.Config{Command: []string{"claude"}, Env: process.Env{Pass: []string{"AGENTRUNNER_OUTPUT"}, Set: map[string]string{"PWD": "/"}}},
+			wantErr: []string{"env: variable AGENTRUNNER_OUTPUT is set by the runner", "env: variable PWD is set by the runner"}},
+		{name: "NUL in env value", cfg: process.Config{Command: []string{"claude"}, Env: process.Env{Set: map[string]string{"KEY": "a\x00"}}}, wantErr: []string{"env: set: the value of KEY contains a NUL byte"}},
+		{name: "agent env", cfg: process.Config{Command: []string{"claude"}, Agents: map[string]process.Env{"coder": {Pass: []string{"X"}, Set: map[string]string{"X": "1", "AGENTRUNNER_STEP": "s"}}}},
+			wantErr: []string{"agent coder: env: X is both passed and set", "agent coder: env: variable AGENTRUNNER_STEP is set by the runner"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

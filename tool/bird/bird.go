@@ -15,9 +15,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -25,6 +27,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentrunner/agentrunner/config"
+	"github.com/agentrunner/agentrunner/internal/childenv"
 	"github.com/agentrunner/agentrunner/tool"
 )
 
@@ -122,13 +125,20 @@ func newTool(cfg *config.Tool, now func() time.Time) (tool.Spec, tool.Handler, e
 	if strings.ContainsAny(binary(cfg), "\x00\n") {
 		return tool.Spec{}, nil, fmt.Errorf("%s: binary %q is not a program name or path", spec.Name, binary(cfg))
 	}
-	return spec, &handler{name: spec.Name, binary: binary(cfg), now: now}, nil
+	env := childenv.Spec{Pass: slices.Concat(secretEnv, cfg.Env.Pass), Set: maps.Clone(cfg.Env.Set)}
+	if problems := childenv.Check(env); len(problems) > 0 {
+		return tool.Spec{}, nil, fmt.Errorf("%s: env: %s", spec.Name, strings.Join(problems, "; "))
+	}
+	return spec, &handler{name: spec.Name, binary: binary(cfg), env: env, now: now}, nil
 }
 
 type handler struct {
 	name   string
 	binary string
-	now    func() time.Time
+	// env is what bird gets besides the base variables: its session
+	// cookies and what the tool's configuration passes and sets.
+	env childenv.Spec
+	now func() time.Time
 }
 
 var _ tool.Handler = (*handler)(nil)
@@ -265,7 +275,7 @@ func (h *handler) Call(ctx context.Context, args json.RawMessage) (string, error
 		return "", err
 	}
 	argv, source := req.argv(requestTimeout(ctx))
-	res, err := run(ctx, h.binary, argv)
+	res, err := run(ctx, h.binary, argv, h.env)
 	if err != nil {
 		return "", h.runError(ctx, err)
 	}

@@ -509,3 +509,48 @@ func TestSpec(t *testing.T) {
 		}
 	}
 }
+
+// TestBirdGetsOnlyItsEnvironment runs a stand-in bird while the runner's
+// environment holds its secrets: bird gets the base variables, its session
+// cookies and what the tool's env names, nothing else.
+func TestBirdGetsOnlyItsEnvironment(t *testing.T) {
+	for k, v := range map[string]string{
+		"AUTH_TOKEN": "auth-cookie", "CT0": "csrf-cookie", "HOME": "/home/operator",
+		"OPENAI_API_KEY": "sk-openai", "BRAVE_API_KEY": "brave", "AGENTRUNNER_KEY_ALICE": "alice",
+		"EXECUTION_SERVICE_TOKEN": "es-token", "DBUS_SESSION_BUS_ADDRESS": "unix:path=/run/bus",
+	} {
+		t.Setenv(k, v)
+	}
+	envFile := filepath.Join(t.TempDir(), "env")
+	bin, _ := fakeBird(t, `env > '`+envFile+`'; echo '[]'`)
+	cfg := &config.Tool{Binary: bin, Env: config.Env{Pass: []string{"DBUS_SESSION_BUS_ADDRESS"}, Set: map[string]string{"BIRD_PROFILE": "work"}}}
+	_, h, err := newTool(cfg, func() time.Time { return now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Call(context.Background(), json.RawMessage(`{"query":"btc","mode":"search"}`)); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(envFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, kv := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		k, v, _ := strings.Cut(kv, "=")
+		got[k] = v
+	}
+	want := map[string]string{"AUTH_TOKEN": "auth-cookie", "CT0": "csrf-cookie", "HOME": "/home/operator", "PATH": os.Getenv("PATH"),
+		"DBUS_SESSION_BUS_ADDRESS": "unix:path=/run/bus", "BIRD_PROFILE": "work", "NO_COLOR": "1"}
+	for _, kv := range os.Environ() {
+		if k, v, _ := strings.Cut(kv, "="); k == "LANG" || k == "TZ" || k == "TMPDIR" || strings.HasPrefix(k, "LC_") {
+			want[k] = v
+		}
+	}
+	for _, k := range []string{"PWD", "SHLVL", "_"} {
+		delete(got, k) // the shell running the stand-in sets them
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("bird's environment (-want +got):\n%s", diff)
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"time"
+
+	"github.com/agentrunner/agentrunner/internal/childenv"
 )
 
 // maxStdout bounds what is kept of bird's output: 100 tweets with quoted
@@ -51,14 +53,16 @@ type result struct {
 }
 
 // run runs binary with argv (no shell), in its own process group that is
-// killed as a whole when ctx ends. The environment is the runner's, where
-// bird finds its cookies (AUTH_TOKEN, CT0) and its browser profiles, plus
-// NO_COLOR. An error means bird could not be run or waited for; a run
+// killed as a whole when ctx ends. The environment is built, not the
+// runner's, which holds the runner's secrets: the base variables of
+// package childenv (HOME is where bird finds the browser profiles it reads
+// cookies from), what env passes (its cookies AUTH_TOKEN, CT0) and sets,
+// and NO_COLOR. An error means bird could not be run or waited for; a run
 // that failed is a result with a non-zero exitCode.
-func run(ctx context.Context, binary string, argv []string) (*result, error) {
+func run(ctx context.Context, binary string, argv []string, env childenv.Spec) (*result, error) {
 	res := &result{stdout: &capped{max: maxStdout}, stderr: &capped{max: maxStderr}}
 	cmd := exec.CommandContext(ctx, binary, argv...)
-	cmd.Env = append(os.Environ(), "NO_COLOR=1")
+	cmd.Env = childenv.Build(os.Environ(), []string{"NO_COLOR=1"}, env)
 	cmd.Stdout = res.stdout
 	cmd.Stderr = res.stderr
 	cmd.WaitDelay = waitDelay

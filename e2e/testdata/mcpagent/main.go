@@ -26,6 +26,10 @@ func main() {
 }
 
 func run() error {
+	// What the agent was given, for the test to look for the runner's secrets.
+	if err := os.WriteFile("env.txt", []byte(strings.Join(os.Environ(), "\n")), 0o600); err != nil {
+		return err
+	}
 	var cfg struct {
 		MCPServers map[string]struct {
 			Command string            `json:"command"`
