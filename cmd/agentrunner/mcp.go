@@ -9,7 +9,6 @@ import (
 	"github.com/agentrunner/agentrunner/config"
 	"github.com/agentrunner/agentrunner/engine"
 	"github.com/agentrunner/agentrunner/mcp"
-	"github.com/agentrunner/agentrunner/sqlite"
 	"github.com/agentrunner/agentrunner/tool"
 	"github.com/agentrunner/agentrunner/toolbox"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -48,7 +47,7 @@ it for process agents through the MCP configuration it writes for each attempt (
 				return failureError(err)
 			}
 			defer box.Close()
-			store, err := sqlite.Open(cmd.Context(), cfg.Abs(cfg.State.Path))
+			store, err := openStore(cmd.Context(), cfg)
 			if err != nil {
 				return failureError(err)
 			}
