@@ -65,6 +65,19 @@ type State struct {
 	Driver string `yaml:"driver"`
 	// Path of the SQLite database; default <artifacts_dir>/state.db.
 	Path string `yaml:"path"`
+	// Backup is serve's schedule of backups of the database.
+	Backup StateBackup `yaml:"backup"`
+}
+
+// StateBackup is serve's schedule of online backups of the state database.
+type StateBackup struct {
+	// Every is the time between two backups; 0 (the default) takes none.
+	Every Duration `yaml:"every"`
+	// Dir receives the backups, and db backup's default file; default
+	// <artifacts_dir>/backups.
+	Dir string `yaml:"dir"`
+	// Keep is how many backups are kept; older ones are removed.
+	Keep int `yaml:"keep"`
 }
 
 // Provider is a way to run agents.

@@ -14,6 +14,8 @@ const (
 	DefaultArtifactsDir     = "./artifacts" // FR-158
 	DefaultStateDriver      = "sqlite"
 	DefaultStateFile        = "state.db" // under artifacts_dir
+	DefaultBackupDir        = "backups"  // under artifacts_dir
+	DefaultBackupKeep       = 7
 	DefaultToolsFile        = "tools.md"
 	DefaultMemoryTemplate   = "output_templates/memory.md"
 	DefaultAgentTimeout     = 30 * time.Minute
@@ -78,6 +80,8 @@ func (c *Config) WithDefaults() {
 	orDefault(c, "artifacts_dir", &c.ArtifactsDir, DefaultArtifactsDir)
 	orDefault(c, "state.driver", &c.State.Driver, DefaultStateDriver)
 	orDefault(c, "state.path", &c.State.Path, filepath.Join(c.ArtifactsDir, DefaultStateFile))
+	orDefault(c, "state.backup.dir", &c.State.Backup.Dir, filepath.Join(c.ArtifactsDir, DefaultBackupDir))
+	orDefault(c, "state.backup.keep", &c.State.Backup.Keep, DefaultBackupKeep)
 	orDefault(c, "tools_file", &c.ToolsFile, DefaultToolsFile)
 	orDefault(c, "memory_template", &c.MemoryTemplate, DefaultMemoryTemplate)
 	if c.Providers == nil {

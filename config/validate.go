@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/agentrunner/agentrunner/statemachine"
 )
@@ -41,6 +42,7 @@ func (c *Config) validate() Problems {
 	if c.State.Driver != DefaultStateDriver {
 		v.add("state.driver", "unknown driver %q (supported: sqlite)", c.State.Driver)
 	}
+	v.backup()
 	for _, name := range slices.Sorted(maps.Keys(c.Providers)) {
 		v.provider(name, c.Providers[name])
 	}
@@ -374,6 +376,24 @@ func (v *validator) mcpServer(name string, m *MCPServer) {
 	}
 	if m.Timeout <= 0 {
 		v.add(key+".timeout", "must be positive")
+	}
+}
+
+// MinBackupEvery is the shortest time between two scheduled backups: each
+// reads the whole database, and backups are named to the second.
+const MinBackupEvery = time.Minute
+
+// backup checks serve's schedule of backups.
+func (v *validator) backup() {
+	b := v.c.State.Backup
+	if b.Every != 0 && b.Every.D() < MinBackupEvery {
+		v.add("state.backup.every", "must be at least %s, or 0 for no scheduled backups, got %s", MinBackupEvery, b.Every)
+	}
+	if b.Keep < 1 {
+		v.add("state.backup.keep", "must be at least 1, got %d", b.Keep)
+	}
+	if b.Dir == "" {
+		v.add("state.backup.dir", "must not be empty")
 	}
 }
 

@@ -49,9 +49,18 @@ func dsn(path string, pragmas ...string) string {
 
 // Open opens (creating if needed) the database at path and migrates it to
 // the current schema.
+//
+// It first checks an existing database through a read-only connection
+// (PRAGMA quick_check, the schema version and the application id) and
+// refuses one that fails, before anything is written to it: a migration or
+// a cycle on a damaged file would spread the damage. The error of a
+// damaged database has a Damage in its chain.
 func Open(ctx context.Context, path string) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("create directory for state database: %w", err)
+	}
+	if err := precheck(ctx, path); err != nil {
+		return nil, err
 	}
 	common := []string{"busy_timeout(10000)", "foreign_keys(1)", "journal_mode(WAL)", "synchronous(FULL)"}
 	write, err := sql.Open("sqlite", dsn(path, common...)+"&_txlock=immediate")
@@ -101,15 +110,24 @@ func (s *Store) migrate(ctx context.Context) error {
 		return err
 	}
 	sort.Strings(names)
-	var current int
+	var current, app int64
 	if err := s.write.QueryRowContext(ctx, "PRAGMA user_version").Scan(&current); err != nil {
 		return fmt.Errorf("read schema version: %w", err)
 	}
-	if current > len(names) {
+	if current > int64(len(names)) {
 		return fmt.Errorf("schema version %d is newer than this agentrunner knows (%d): upgrade agentrunner", current, len(names))
 	}
+	if err := s.write.QueryRowContext(ctx, "PRAGMA application_id").Scan(&app); err != nil {
+		return fmt.Errorf("read application id: %w", err)
+	}
+	if app != ApplicationID {
+		// Databases created before the id existed get it on their next open.
+		if _, err := s.write.ExecContext(ctx, fmt.Sprintf("PRAGMA application_id = %d", ApplicationID)); err != nil {
+			return fmt.Errorf("set application id: %w", err)
+		}
+	}
 	for i, name := range names[current:] {
-		version := current + i + 1
+		version := int(current) + i + 1
 		prefix, _, _ := strings.Cut(filepath.Base(name), "_")
 		if n, err := strconv.Atoi(prefix); err != nil || n != version {
 			return fmt.Errorf("migration %s is out of sequence (want number %d)", name, version)

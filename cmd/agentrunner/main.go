@@ -106,6 +106,7 @@ agents and records every state change durably, so a crash resumes where it stopp
 		newToolsCommand(),
 		newResumeCommand(),
 		newMCPCommand(),
+		newDBCommand(),
 	)
 	root.AddCommand(remoteCommands()...)
 	// Cobra reports wrong arguments and unknown commands as plain errors,

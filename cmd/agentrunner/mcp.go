@@ -10,7 +10,6 @@ import (
 	"github.com/agentrunner/agentrunner/config"
 	"github.com/agentrunner/agentrunner/engine"
 	"github.com/agentrunner/agentrunner/mcp"
-	"github.com/agentrunner/agentrunner/sqlite"
 	"github.com/agentrunner/agentrunner/tool"
 	"github.com/agentrunner/agentrunner/tool/position"
 	"github.com/agentrunner/agentrunner/toolbox"
@@ -50,7 +49,7 @@ it for process agents through the MCP configuration it writes for each attempt (
 				return failureError(fmt.Errorf("%w (this server runs in the environment of agent %s: a key one of its tools needs must be in the env pass list of the agent or its provider)", err, call.Agent))
 			}
 			defer box.Close()
-			store, err := sqlite.Open(cmd.Context(), cfg.Abs(cfg.State.Path))
+			store, err := openStore(cmd.Context(), cfg)
 			if err != nil {
 				return failureError(err)
 			}

@@ -10,7 +10,6 @@ import (
 	"github.com/agentrunner/agentrunner"
 	"github.com/agentrunner/agentrunner/config"
 	arhttp "github.com/agentrunner/agentrunner/http"
-	"github.com/agentrunner/agentrunner/sqlite"
 	"github.com/spf13/cobra"
 )
 
@@ -37,7 +36,7 @@ API key in $AGENTRUNNER_API_KEY, and the operator is the key's name.`,
 			if err != nil {
 				return err
 			}
-			store, err := sqlite.Open(cmd.Context(), cfg.Abs(cfg.State.Path))
+			store, err := openStore(cmd.Context(), cfg)
 			if err != nil {
 				return failureError(err)
 			}

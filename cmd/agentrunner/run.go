@@ -148,6 +148,9 @@ Logs are JSON lines on stderr.`,
 			ctx, cancel := context.WithCancel(cmd.Context())
 			defer cancel()
 			r.background(ctx)
+			if cfg.State.Backup.Every > 0 {
+				go r.backups().Run(ctx)
+			}
 			errc := make(chan error, 1)
 			go func() { errc <- srv.Serve(ctx, ln) }()
 			runErr := r.engine.Run(ctx)

@@ -10,7 +10,6 @@ import (
 	"github.com/agentrunner/agentrunner"
 	"github.com/agentrunner/agentrunner/config"
 	"github.com/agentrunner/agentrunner/engine"
-	"github.com/agentrunner/agentrunner/sqlite"
 	"github.com/spf13/cobra"
 )
 
@@ -43,7 +42,7 @@ $AGENTRUNNER_API_KEY.`,
 			now := time.Now().UTC()
 			st := &engine.Status{Pipeline: cfg.Name, CurrentState: agentrunner.StateIdle, NextScheduledTime: now}
 			if db := cfg.Abs(cfg.State.Path); fileExists(db) {
-				store, err := sqlite.Open(cmd.Context(), db)
+				store, err := openStore(cmd.Context(), cfg)
 				if err != nil {
 					return failureError(err)
 				}

@@ -13,7 +13,6 @@ import (
 	"github.com/agentrunner/agentrunner"
 	"github.com/agentrunner/agentrunner/config"
 	"github.com/agentrunner/agentrunner/engine"
-	"github.com/agentrunner/agentrunner/sqlite"
 	"github.com/agentrunner/agentrunner/tool"
 	"github.com/agentrunner/agentrunner/toolbox"
 	"github.com/spf13/cobra"
@@ -137,7 +136,7 @@ the workspace's state database. Exit status 1 when the result is an error.`,
 			if _, ok := box.Registry.Spec(name); !ok {
 				return usageError(fmt.Errorf("no tool %q (see agentrunner tools list)", name))
 			}
-			store, err := sqlite.Open(cmd.Context(), cfg.Abs(cfg.State.Path))
+			store, err := openStore(cmd.Context(), cfg)
 			if err != nil {
 				return failureError(err)
 			}

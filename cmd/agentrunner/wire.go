@@ -266,7 +266,7 @@ func openRunner(ctx context.Context, ws *workspace.Workspace, clock agentrunner.
 			r.Close()
 		}
 	}()
-	if r.store, err = sqlite.Open(ctx, cfg.Abs(cfg.State.Path)); err != nil {
+	if r.store, err = openStore(ctx, cfg); err != nil {
 		return nil, err
 	}
 	keys, problems := providerKeys(cfg, lookupEnv)
