@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -307,6 +308,13 @@ func (e *Engine) latestCycle(ctx context.Context) (*agentrunner.Cycle, error) {
 	return cs[0], nil
 }
 
+// dirExists reports whether path names anything: a cycle id whose
+// directory is there is taken, whatever the store says.
+func dirExists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}
+
 // cycleIDLayout names cycles and their directories (FR-157).
 const cycleIDLayout = "20060102_150405"
 
@@ -332,6 +340,11 @@ func (e *Engine) startCycle(ctx context.Context, force *agentrunner.Command) (*a
 	to := e.ws.Machine.Start()
 	if err := e.ws.Machine.Check(from, to); err != nil {
 		return nil, nil, err
+	}
+	// A directory the store does not know (a cycle lost when an older
+	// backup was restored) is never reused: its files are not this cycle's.
+	for dirExists(e.ws.Layout.Cycle(start.Format(cycleIDLayout))) {
+		start = start.Add(time.Second)
 	}
 	id := start.Format(cycleIDLayout)
 	c := &agentrunner.Cycle{

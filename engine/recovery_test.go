@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -327,5 +329,28 @@ func TestLateCallbackIsConsumed(t *testing.T) {
 	want := []string{"execution.status:ignored: no strategy is being followed (callback about strat-000001)"}
 	if diff := cmp.Diff(want, f.audit()); diff != "" {
 		t.Errorf("audit (-want +got):\n%s", diff)
+	}
+}
+
+// TestACycleDirectoryTheStoreDoesNotKnowIsNotReused: after a restore from
+// an older backup, the directory of a cycle the backup does not hold is
+// still there; a new cycle starting in that second takes the next one, so
+// the lost cycle's files never mix with the new cycle's.
+func TestACycleDirectoryTheStoreDoesNotKnowIsNotReused(t *testing.T) {
+	f := newFixture(t, execsvc.MockOptions{}, nil)
+	lost := f.ws.Layout.Cycle(t0.Format(cycleIDLayout))
+	if err := os.MkdirAll(lost, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(lost, "plan.md")
+	if err := os.WriteFile(stale, []byte("a lost cycle's plan\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := f.runOnce(f.engine())
+	if want := t0.Add(time.Second).Format(cycleIDLayout); c.ID != want {
+		t.Errorf("the new cycle is %s, want %s (the next free second)", c.ID, want)
+	}
+	if got, _ := os.ReadFile(stale); string(got) != "a lost cycle's plan\n" {
+		t.Errorf("the lost cycle's file was changed: %q", got)
 	}
 }
