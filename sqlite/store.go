@@ -484,6 +484,17 @@ func (s *Store) Events(ctx context.Context, f agentrunner.EventFilter) ([]*agent
 func eventsQuery(f agentrunner.EventFilter) (string, []any, error) {
 	q := `SELECT id, timestamp, event_type, agent, step, cycle_id, level, details FROM events WHERE id > ?`
 	args := []any{f.AfterID}
+	if !f.Since.IsZero() {
+		// Ids follow commits and timestamps the events' own times, which
+		// may be a little out of order: the first id of an event at or
+		// after the time comes from the events_time index, and the walk
+		// by id starts there (one bound, so whichever index walks the ids
+		// starts there too). It costs in proportion to the events after
+		// the time; continuing by id (AfterID) costs nothing more.
+		q = `SELECT id, timestamp, event_type, agent, step, cycle_id, level, details FROM events
+			WHERE id > MAX(?, (SELECT MIN(id) FROM events INDEXED BY events_time WHERE timestamp >= ?) - 1) AND timestamp >= ?`
+		args = append(args, encodeTime(f.Since), encodeTime(f.Since))
+	}
 	if f.BeforeID > 0 {
 		q += ` AND id < ?`
 		args = append(args, f.BeforeID)
@@ -491,15 +502,6 @@ func eventsQuery(f agentrunner.EventFilter) (string, []any, error) {
 	if f.CycleID != "" {
 		q += ` AND cycle_id = ?`
 		args = append(args, f.CycleID)
-	}
-	if !f.Since.IsZero() {
-		// Ids follow commits and timestamps the events' own times, which
-		// may be a little out of order: the first event at or after the
-		// time is found in the events_time index, and the walk by id
-		// starts there. It costs in proportion to the events after the
-		// time; continuing by id (AfterID) costs nothing more.
-		q += ` AND id >= (SELECT MIN(id) FROM events INDEXED BY events_time WHERE timestamp >= ?) AND timestamp >= ?`
-		args = append(args, encodeTime(f.Since), encodeTime(f.Since))
 	}
 	if f.Type != "" {
 		q += ` AND event_type = ?`
