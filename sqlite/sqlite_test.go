@@ -215,3 +215,35 @@ func TestMigrationKeepsData(t *testing.T) {
 		t.Errorf("halting a cycle after the migration: %v", err)
 	}
 }
+
+// TestApplyAllIsOneTransaction: changes applied together are committed
+// together, or not at all when one of them fails.
+func TestApplyAllIsOneTransaction(t *testing.T) {
+	ctx := context.Background()
+	s := open(t)
+	defer s.Close()
+	t0 := time.Date(2026, 11, 22, 14, 0, 0, 0, time.UTC)
+	call := &agentrunner.Change{Events: []*agentrunner.Event{{Timestamp: t0, Type: agentrunner.EventToolCall, Level: agentrunner.LevelInfo,
+		Details: map[string]any{"tool": "web_search", "duration_ms": 5}}}}
+	bad := &agentrunner.Change{Attempts: []*agentrunner.Attempt{{CycleID: "no-such", Step: "x", Number: 1, Status: agentrunner.AttemptRunning}}}
+	before := s.Commits()
+	if err := s.ApplyAll(ctx, call, bad); err == nil {
+		t.Fatal("ApplyAll with a failing change succeeded")
+	}
+	if evs, _ := s.Events(ctx, agentrunner.EventFilter{}); len(evs) != 0 {
+		t.Errorf("a failed ApplyAll wrote %d events", len(evs))
+	}
+	if u, _ := s.ToolUsage(ctx, time.Time{}); len(u) != 0 {
+		t.Errorf("a failed ApplyAll wrote tool usage %+v", u)
+	}
+	second := &agentrunner.Change{Events: []*agentrunner.Event{{Timestamp: t0.Add(time.Minute), Type: "x", Level: agentrunner.LevelInfo}}}
+	if err := s.ApplyAll(ctx, call, second); err != nil {
+		t.Fatal(err)
+	}
+	if evs, _ := s.Events(ctx, agentrunner.EventFilter{}); len(evs) != 2 || s.Commits() != before+1 {
+		t.Errorf("ApplyAll of two changes: %d events in %d commits, want 2 in 1", len(evs), s.Commits()-before)
+	}
+	if u, _ := s.ToolUsage(ctx, time.Time{}); len(u) != 1 || u[0].Calls != 1 {
+		t.Errorf("tool usage after ApplyAll: %+v", u)
+	}
+}

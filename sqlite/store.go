@@ -155,7 +155,15 @@ func (w *writer) execRows(ctx context.Context, query string, rows [][]any) ([]in
 }
 
 // Apply commits a change in one IMMEDIATE transaction.
-func (s *Store) Apply(ctx context.Context, ch *agentrunner.Change) (err error) {
+func (s *Store) Apply(ctx context.Context, ch *agentrunner.Change) error {
+	return s.ApplyAll(ctx, ch)
+}
+
+// ApplyAll commits changes, in order, in one IMMEDIATE transaction: all of
+// them or none. It writes a long history at once (an import, a benchmark's
+// history) as Apply would write it change by change, tool usage summary
+// included; the engine commits one change at a time with Apply.
+func (s *Store) ApplyAll(ctx context.Context, chs ...*agentrunner.Change) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -175,6 +183,21 @@ func (s *Store) Apply(ctx context.Context, ch *agentrunner.Change) (err error) {
 			w.exec(context.Background(), "ROLLBACK")
 		}
 	}()
+	for _, ch := range chs {
+		if err = w.change(ctx, ch); err != nil {
+			return err
+		}
+	}
+	if _, err = w.exec(ctx, "COMMIT"); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	s.commits.Add(1)
+	return nil
+}
+
+// change writes one change in the caller's transaction; the caller holds
+// mu.
+func (w *writer) change(ctx context.Context, ch *agentrunner.Change) (err error) {
 	cycleDone := false
 	if c := ch.Cycle; c != nil && c.Status == agentrunner.CycleRunning && ch.From.IsStep() {
 		// A running cycle moving between steps: one UPDATE both makes the
@@ -274,10 +297,6 @@ func (s *Store) Apply(ctx context.Context, ch *agentrunner.Change) (err error) {
 			return translate(err, "control")
 		}
 	}
-	if _, err = w.exec(ctx, "COMMIT"); err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
-	s.commits.Add(1)
 	return nil
 }
 
