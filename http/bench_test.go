@@ -1,0 +1,200 @@
+package http_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/config"
+	arhttp "github.com/agentrunner/agentrunner/http"
+	"github.com/agentrunner/agentrunner/internal/clocktest"
+	"github.com/agentrunner/agentrunner/internal/historytest"
+	"github.com/agentrunner/agentrunner/mailbox"
+	"github.com/agentrunner/agentrunner/sqlite"
+)
+
+// histories are the histories built in this process, by number of cycles,
+// so each is built once however many times the benchmark runs (-count).
+var histories struct {
+	sync.Mutex
+	dir  string
+	byN  map[int]*benchHistory
+}
+
+// benchHistory is a built history with a server over it.
+type benchHistory struct {
+	n     int
+	store *sqlite.Store
+	srv   *arhttp.Server
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	histories.Lock()
+	for _, h := range histories.byN {
+		h.store.Close()
+	}
+	if histories.dir != "" {
+		os.RemoveAll(histories.dir)
+	}
+	histories.Unlock()
+	os.Exit(code)
+}
+
+const benchKey = "bench-viewer-key-0123456789"
+
+// history returns the history of n cycles, building it on first use.
+func history(b *testing.B, n int) *benchHistory {
+	b.Helper()
+	histories.Lock()
+	defer histories.Unlock()
+	if h := histories.byN[n]; h != nil {
+		return h
+	}
+	if histories.dir == "" {
+		dir, err := os.MkdirTemp("", "agentrunner-history-")
+		if err != nil {
+			b.Fatal(err)
+		}
+		histories.dir, histories.byN = dir, map[int]*benchHistory{}
+	}
+	dir := filepath.Join(histories.dir, strconv.Itoa(n))
+	start := time.Now()
+	built, err := historytest.Build(context.Background(), dir, n)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("built a history of %d cycles in %v", n, time.Since(start).Round(time.Millisecond))
+	store, err := sqlite.Open(context.Background(), built.Path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := &benchHistory{n: n, store: store, srv: benchServer(b, dir, store, n)}
+	histories.byN[n] = h
+	return h
+}
+
+// benchServer is the API over store, as serve wires it, with an API key
+// (a server without credentials answers loopback callers only).
+func benchServer(b *testing.B, dir string, store *sqlite.Store, n int) *arhttp.Server {
+	cfg := testConfig()
+	cfg.Dir = dir
+	cfg.ArtifactsDir = filepath.Join(dir, "artifacts")
+	cfg.Agents = map[string]*config.Agent{
+		"plan": {}, "research": {Tools: historytest.Tools}, "analysis": {Tools: historytest.Tools[:2]}, "synthesis": {}, "evaluation": {},
+	}
+	cfg.Server.Auth.APIKeys = []config.APIKey{{Name: "grafana", KeyEnv: "BENCH_KEY", Role: config.RoleViewer}}
+	auth, err := arhttp.NewAuthenticator(cfg.Server.Auth, dir, func(string) (string, bool) { return benchKey, true }, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	boxes, err := mailbox.New(filepath.Join(cfg.ArtifactsDir, "mailboxes"), 5)
+	if err != nil {
+		b.Fatal(err)
+	}
+	last := historytest.CycleStart(n - 1)
+	for i := range 5 {
+		msg := mailbox.Message{ID: fmt.Sprintf("m%d", i), Time: last.Add(time.Duration(i) * time.Minute), From: "plan", Kind: mailbox.Forward, Body: "look at BTC funding"}
+		if _, err := boxes.Deposit("research", msg); err != nil {
+			b.Fatal(err)
+		}
+	}
+	srv, err := arhttp.New(arhttp.Options{Store: store, Config: cfg, Clock: clocktest.New(last.Add(time.Hour)),
+		Logger: slog.New(slog.DiscardHandler), Auth: auth, Mailboxes: boxes})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return srv
+}
+
+// endpoints are the reads to measure on h: each list's first page, a page
+// from the middle of the history (a cursor), and each filter.
+func (h *benchHistory) endpoints(b *testing.B) []struct{ name, path string } {
+	ctx := context.Background()
+	mid := historytest.CycleID(h.n / 2)
+	evs, err := h.store.Events(ctx, agentrunner.EventFilter{CycleID: mid, Limit: 1})
+	if err != nil || len(evs) != 1 {
+		b.Fatalf("the first event of cycle %s: %v", mid, err)
+	}
+	midEvent := strconv.FormatInt(evs[0].ID, 10)
+	newest, err := h.store.Events(ctx, agentrunner.EventFilter{Newest: true, Limit: 1})
+	if err != nil || len(newest) != 1 {
+		b.Fatalf("the newest event: %v", err)
+	}
+	tail := strconv.FormatInt(newest[0].ID-100, 10)
+	cmds, err := h.store.Commands(ctx, agentrunner.CommandFilter{Limit: 1})
+	if err != nil || len(cmds) != 1 {
+		b.Fatalf("the newest command: %v", err)
+	}
+	midCommand := strconv.FormatInt(cmds[0].ID/2, 10)
+	lastHour := historytest.CycleStart(h.n - 1).Format(time.RFC3339)
+	lastDay := historytest.CycleStart(h.n - 24).Format(time.RFC3339)
+	return []struct{ name, path string }{
+		{"status", "/api/status"},
+		{"cycles", "/api/cycles"},
+		{"cycles_before", "/api/cycles?before=" + mid},
+		{"cycles_failed", "/api/cycles?status=failed&before=" + mid},
+		{"cycle", "/api/cycles/" + mid},
+		{"errors", "/api/errors"},
+		{"errors_before", "/api/errors?before=" + midEvent},
+		{"events", "/api/events"},
+		{"events_tail", "/api/events?since=" + tail},
+		{"events_since_id", "/api/events?since=" + midEvent},
+		{"events_type", "/api/events?type=tool.call"},
+		{"events_type_since_id", "/api/events?type=tool.call&since=" + midEvent},
+		{"events_level_error", "/api/events?level=error&since=" + midEvent},
+		{"events_level_warn", "/api/events?level=warn&since=" + midEvent},
+		{"events_cycle", "/api/events?cycle_id=" + mid},
+		{"events_since_time", "/api/events?since=" + lastHour},
+		{"events_type_since_time", "/api/events?type=tool.call&since=" + lastDay},
+		{"tools", "/api/tools"},
+		{"tools_since", "/api/tools?since=" + lastDay},
+		{"audit", "/api/audit"},
+		{"audit_before", "/api/audit?before=" + midCommand},
+		{"mailbox", "/api/mailboxes/research"},
+	}
+}
+
+// BenchmarkReadHistory serves each read of the API, through the server's
+// handler over the SQLite store, with 1k, 10k and 100k cycles of history
+// (about 41 events per cycle). A read that is served from an index costs
+// about the same at every size.
+//
+//	go test -run '^$' -bench BenchmarkReadHistory -benchtime 200ms -count 5 ./http/ > history.txt
+//	benchstat -col /cycles history.txt
+func BenchmarkReadHistory(b *testing.B) {
+	for _, n := range []int{1000, 10000, 100000} {
+		b.Run("cycles="+strconv.Itoa(n/1000)+"k", func(b *testing.B) {
+			h := history(b, n)
+			for _, ep := range h.endpoints(b) {
+				b.Run("endpoint="+ep.name, func(b *testing.B) {
+					h.serve(b, ep.path)
+				})
+			}
+		})
+	}
+}
+
+// serve answers GET path b.N times and fails on any answer but 200.
+func (h *benchHistory) serve(b *testing.B, path string) {
+	handler := h.srv.Handler()
+	for b.Loop() {
+		req := httptest.NewRequest(http.MethodGet, path, nil)
+		req.Host, req.RemoteAddr = "127.0.0.1:8080", "127.0.0.1:50000"
+		req.Header.Set("Authorization", "Bearer "+benchKey)
+		rec := httptest.NewRecorder()
+		handler.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			b.Fatalf("GET %s: %d %s", path, rec.Code, rec.Body)
+		}
+	}
+}
