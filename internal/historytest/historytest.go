@@ -10,6 +10,7 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/agentrunner/agentrunner"
@@ -31,6 +32,10 @@ var Tools = []string{"web_search", "web_fetch", "indicators"}
 
 // cyclesPerCommit bounds the changes held in memory for one transaction.
 const cyclesPerCommit = 500
+
+// baseCycles are written through the store; a longer history repeats
+// them, shifted in time, by copying their rows (copyBase).
+const baseCycles = 1000
 
 // History is a built history.
 type History struct {
@@ -54,15 +59,24 @@ func CycleStart(i int) time.Time { return Start.Add(time.Duration(i) * time.Hour
 // mailbox deliveries, eight tool calls, one of them failing, and the
 // execution's notice), six attempts and one command (the Execution
 // Service's status callback), consumed.
+//
+// The first 1000 cycles are committed through the store's ApplyAll, as
+// the engine commits them (the tool usage summary included); beyond
+// them, for speed, they are repeated a thousand hours later each time by
+// copying their rows in SQL, a multiple of 1000 cycles.
 func Build(ctx context.Context, dir string, n int) (*History, error) {
+	if n <= 0 || (n > baseCycles && n%baseCycles != 0) {
+		return nil, fmt.Errorf("historytest: %d cycles: want 1 to %d, or a multiple of %d", n, baseCycles, baseCycles)
+	}
 	h := &History{Path: filepath.Join(dir, "state.db"), Cycles: n, FailedEvery: FailedEvery}
 	s, err := sqlite.Open(ctx, h.Path)
 	if err != nil {
 		return nil, err
 	}
-	for from := 0; from < n; from += cyclesPerCommit {
+	base := min(n, baseCycles)
+	for from := 0; from < base; from += cyclesPerCommit {
 		var chs []*agentrunner.Change
-		for i := from; i < min(n, from+cyclesPerCommit); i++ {
+		for i := from; i < min(base, from+cyclesPerCommit); i++ {
 			chs = append(chs, cycleChanges(i)...)
 		}
 		if err := s.ApplyAll(ctx, chs...); err != nil {
@@ -73,10 +87,88 @@ func Build(ctx context.Context, dir string, n int) (*History, error) {
 	if err := s.Close(); err != nil {
 		return nil, err
 	}
+	if err := copyBase(ctx, h.Path, n/base); err != nil {
+		return nil, fmt.Errorf("history of %d cycles: copies: %w", n, err)
+	}
 	if err := addCommands(ctx, h.Path, n); err != nil {
 		return nil, fmt.Errorf("history of %d cycles: commands: %w", n, err)
 	}
 	return h, nil
+}
+
+// shift moves a stored time (the fixed layout of the store, whole seconds)
+// by ?2 hours; the new id of a cycle is its shifted start.
+const (
+	shift = `strftime('%Y-%m-%dT%H:%M:%S', substr({col}, 1, 19), '+' || ?2 || ' hours') || substr({col}, 20)`
+	newID = `strftime('%Y%m%d_%H%M%S', substr(c.started_at, 1, 19), '+' || ?2 || ' hours')`
+)
+
+// shifted is shift of column col.
+func shifted(col string) string { return strings.ReplaceAll(shift, "{col}", col) }
+
+// copySQL repeats the base cycles (ids below ?1) ?2 hours later: cycles,
+// then attempts and events in the order they were written, then the tool
+// usage summary of their hours.
+var copySQL = []string{
+	`INSERT INTO cycles (id, pipeline, status, step, last_completed_step, dir, started_at, ended_at, error)
+		SELECT ` + newID + `, pipeline, status, step, last_completed_step, replace(dir, c.id, ` + newID + `),
+			` + shifted("started_at") + `, ` + shifted("ended_at") + `, error
+		FROM cycles c WHERE c.id < ?1 ORDER BY c.id`,
+	`INSERT INTO attempts (cycle_id, step, number, agent, status, error_class, error, not_before, started_at, ended_at,
+			exit_code, output_path, dir, input_tokens, output_tokens, cached_tokens, turns, tool_calls, retry_base)
+		SELECT ` + newID + `, a.step, a.number, a.agent, a.status, a.error_class, a.error, ` + shifted("a.not_before") + `,
+			` + shifted("a.started_at") + `, ` + shifted("a.ended_at") + `, a.exit_code,
+			replace(a.output_path, c.id, ` + newID + `), replace(a.dir, c.id, ` + newID + `),
+			a.input_tokens, a.output_tokens, a.cached_tokens, a.turns, a.tool_calls, a.retry_base
+		FROM cycles c JOIN attempts a ON a.cycle_id = c.id WHERE c.id < ?1 ORDER BY c.id, a.rowid`,
+	`INSERT INTO events (timestamp, event_type, agent, step, cycle_id, level, details)
+		SELECT ` + shifted("e.timestamp") + `, e.event_type, e.agent, e.step, ` + newID + `, e.level,
+			replace(e.details, c.id, ` + newID + `)
+		FROM cycles c JOIN events e ON e.cycle_id = c.id WHERE c.id < ?1 ORDER BY c.id, e.id`,
+	`INSERT INTO tool_usage_hours (hour, tool, calls, errors, duration_ms, last_call)
+		SELECT strftime('%Y-%m-%dT%H', substr(hour, 1, 10) || ' ' || substr(hour, 12, 2) || ':00:00', '+' || ?2 || ' hours'),
+			tool, calls, errors, duration_ms, ` + shifted("last_call") + `
+		FROM tool_usage_hours WHERE hour < strftime('%Y-%m-%dT%H', substr(?1, 1, 4) || '-' || substr(?1, 5, 2) || '-' || substr(?1, 7, 2)
+			|| ' ' || substr(?1, 10, 2) || ':00:00')`,
+}
+
+// copyBase repeats the base cycles copies-1 times, a block of baseCycles
+// hours after the one before, in one transaction, and then sums the tool
+// usage totals of the hours again (the store keeps totals equal to the
+// sum of the hours).
+func copyBase(ctx context.Context, path string, copies int) error {
+	if copies <= 1 {
+		return nil
+	}
+	// The copies are of rows the store checked, and a crash only loses
+	// a benchmark's history: no journal, no checks.
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(DELETE)&_pragma=journal_mode(OFF)&_pragma=synchronous(OFF)"+
+		"&_pragma=ignore_check_constraints(1)")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	end := CycleID(baseCycles)
+	for r := 1; r < copies; r++ {
+		for _, q := range copySQL {
+			if _, err := tx.ExecContext(ctx, q, end, r*baseCycles); err != nil {
+				return fmt.Errorf("copy %d: %w", r, err)
+			}
+		}
+	}
+	for _, q := range []string{`DELETE FROM tool_usage_totals`, `INSERT INTO tool_usage_totals (tool, calls, errors, duration_ms, last_call)
+		SELECT tool, SUM(calls), SUM(errors), SUM(duration_ms), MAX(last_call) FROM tool_usage_hours GROUP BY tool`} {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
 }
 
 // addCommands writes each cycle's status callback as a consumed command,
