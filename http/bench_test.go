@@ -26,8 +26,8 @@ import (
 // so each is built once however many times the benchmark runs (-count).
 var histories struct {
 	sync.Mutex
-	dir  string
-	byN  map[int]*benchHistory
+	dir string
+	byN map[int]*benchHistory
 }
 
 // benchHistory is a built history with a server over it.
