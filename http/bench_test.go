@@ -50,6 +50,27 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// keepEnv names a directory where the histories are kept between runs
+// (the 100k history takes a minute or more to build); by default they are
+// built in a temporary directory removed at the end.
+const keepEnv = "AGENTRUNNER_BENCH_HISTORIES"
+
+// historyDir is the directory of the history of n cycles; the caller
+// holds histories' lock.
+func historyDir(n int) (string, error) {
+	if kept := os.Getenv(keepEnv); kept != "" {
+		return filepath.Join(kept, strconv.Itoa(n)), nil
+	}
+	if histories.dir == "" {
+		dir, err := os.MkdirTemp("", "agentrunner-history-")
+		if err != nil {
+			return "", err
+		}
+		histories.dir = dir
+	}
+	return filepath.Join(histories.dir, strconv.Itoa(n)), nil
+}
+
 const benchKey = "bench-viewer-key-0123456789"
 
 // history returns the history of n cycles, building it on first use.
@@ -60,21 +81,29 @@ func history(b *testing.B, n int) *benchHistory {
 	if h := histories.byN[n]; h != nil {
 		return h
 	}
-	if histories.dir == "" {
-		dir, err := os.MkdirTemp("", "agentrunner-history-")
-		if err != nil {
-			b.Fatal(err)
-		}
-		histories.dir, histories.byN = dir, map[int]*benchHistory{}
+	if histories.byN == nil {
+		histories.byN = map[int]*benchHistory{}
 	}
-	dir := filepath.Join(histories.dir, strconv.Itoa(n))
-	start := time.Now()
-	built, err := historytest.Build(context.Background(), dir, n)
+	dir, err := historyDir(n)
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Logf("built a history of %d cycles in %v", n, time.Since(start).Round(time.Millisecond))
-	store, err := sqlite.Open(context.Background(), built.Path)
+	path := filepath.Join(dir, "state.db")
+	if _, err := os.Stat(path); err != nil {
+		// Built aside and renamed, so a run stopped halfway leaves no
+		// partial history to be taken for a whole one.
+		start := time.Now()
+		os.RemoveAll(dir + ".building")
+		if _, err := historytest.Build(context.Background(), dir+".building", n); err != nil {
+			b.Fatal(err)
+		}
+		os.RemoveAll(dir)
+		if err := os.Rename(dir+".building", dir); err != nil {
+			b.Fatal(err)
+		}
+		b.Logf("built a history of %d cycles in %v", n, time.Since(start).Round(time.Millisecond))
+	}
+	store, err := sqlite.Open(context.Background(), path)
 	if err != nil {
 		b.Fatal(err)
 	}
