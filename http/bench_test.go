@@ -1,3 +1,5 @@
+//go:build unix
+
 package http_test
 
 import (
@@ -10,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -145,9 +148,17 @@ func benchServer(b *testing.B, dir string, store *sqlite.Store, n int) *arhttp.S
 	return srv
 }
 
-// endpoints are the reads to measure on h: each list's first page, a page
-// from the middle of the history (a cursor), and each filter.
-func (h *benchHistory) endpoints(b *testing.B) []struct{ name, path string } {
+// endpoints are the reads measured, by name.
+var endpoints = []string{
+	"status", "cycles", "cycles_before", "cycles_failed", "cycle", "errors", "errors_before",
+	"events", "events_tail", "events_since_id", "events_type", "events_type_since_id", "events_level_error",
+	"events_level_warn", "events_cycle", "events_since_time", "events_type_since_time",
+	"tools", "tools_since", "audit", "audit_before", "mailbox",
+}
+
+// paths are the reads to measure on h, by name: each list's first page, a
+// page from the middle of the history (a cursor), and each filter.
+func (h *benchHistory) paths(b *testing.B) map[string]string {
 	ctx := context.Background()
 	mid := historytest.CycleID(h.n / 2)
 	evs, err := h.store.Events(ctx, agentrunner.EventFilter{CycleID: mid, Limit: 1})
@@ -167,46 +178,53 @@ func (h *benchHistory) endpoints(b *testing.B) []struct{ name, path string } {
 	midCommand := strconv.FormatInt(cmds[0].ID/2, 10)
 	lastHour := historytest.CycleStart(h.n - 1).Format(time.RFC3339)
 	lastDay := historytest.CycleStart(h.n - 24).Format(time.RFC3339)
-	return []struct{ name, path string }{
-		{"status", "/api/status"},
-		{"cycles", "/api/cycles"},
-		{"cycles_before", "/api/cycles?before=" + mid},
-		{"cycles_failed", "/api/cycles?status=failed&before=" + mid},
-		{"cycle", "/api/cycles/" + mid},
-		{"errors", "/api/errors"},
-		{"errors_before", "/api/errors?before=" + midEvent},
-		{"events", "/api/events"},
-		{"events_tail", "/api/events?since=" + tail},
-		{"events_since_id", "/api/events?since=" + midEvent},
-		{"events_type", "/api/events?type=tool.call"},
-		{"events_type_since_id", "/api/events?type=tool.call&since=" + midEvent},
-		{"events_level_error", "/api/events?level=error&since=" + midEvent},
-		{"events_level_warn", "/api/events?level=warn&since=" + midEvent},
-		{"events_cycle", "/api/events?cycle_id=" + mid},
-		{"events_since_time", "/api/events?since=" + lastHour},
-		{"events_type_since_time", "/api/events?type=tool.call&since=" + lastDay},
-		{"tools", "/api/tools"},
-		{"tools_since", "/api/tools?since=" + lastDay},
-		{"audit", "/api/audit"},
-		{"audit_before", "/api/audit?before=" + midCommand},
-		{"mailbox", "/api/mailboxes/research"},
+	return map[string]string{
+		"status":                 "/api/status",
+		"cycles":                 "/api/cycles",
+		"cycles_before":          "/api/cycles?before=" + mid,
+		"cycles_failed":          "/api/cycles?status=failed&before=" + mid,
+		"cycle":                  "/api/cycles/" + mid,
+		"errors":                 "/api/errors",
+		"errors_before":          "/api/errors?before=" + midEvent,
+		"events":                 "/api/events",
+		"events_tail":            "/api/events?since=" + tail,
+		"events_since_id":        "/api/events?since=" + midEvent,
+		"events_type":            "/api/events?type=tool.call",
+		"events_type_since_id":   "/api/events?type=tool.call&since=" + midEvent,
+		"events_level_error":     "/api/events?level=error&since=" + midEvent,
+		"events_level_warn":      "/api/events?level=warn&since=" + midEvent,
+		"events_cycle":           "/api/events?cycle_id=" + mid,
+		"events_since_time":      "/api/events?since=" + lastHour,
+		"events_type_since_time": "/api/events?type=tool.call&since=" + lastDay,
+		"tools":                  "/api/tools",
+		"tools_since":            "/api/tools?since=" + lastDay,
+		"audit":                  "/api/audit",
+		"audit_before":           "/api/audit?before=" + midCommand,
+		"mailbox":                "/api/mailboxes/research",
 	}
 }
 
 // BenchmarkReadHistory serves each read of the API, through the server's
 // handler over the SQLite store, with 1k, 10k and 100k cycles of history
 // (about 41 events per cycle). A read that is served from an index costs
-// about the same at every size.
+// about the same at every size. The sizes of one read run one after the
+// other, so they meet the same load on a shared machine; cpu-ns/op is the
+// process's CPU time per request.
 //
 //	go test -run '^$' -bench BenchmarkReadHistory -benchtime 200ms -count 5 ./http/ > history.txt
-//	benchstat -col /cycles history.txt
+//	benchstat -col /cycles -row /endpoint history.txt
 func BenchmarkReadHistory(b *testing.B) {
-	for _, n := range []int{1000, 10000, 100000} {
-		b.Run("cycles="+strconv.Itoa(n/1000)+"k", func(b *testing.B) {
-			h := history(b, n)
-			for _, ep := range h.endpoints(b) {
-				b.Run("endpoint="+ep.name, func(b *testing.B) {
-					h.serve(b, ep.path)
+	sizes := []int{1000, 10000, 100000}
+	for _, n := range sizes {
+		history(b, n) // built before any timing
+	}
+	for _, name := range endpoints {
+		b.Run("endpoint="+name, func(b *testing.B) {
+			for _, n := range sizes {
+				h := history(b, n)
+				path := h.paths(b)[name]
+				b.Run("cycles="+strconv.Itoa(n/1000)+"k", func(b *testing.B) {
+					h.serve(b, path)
 				})
 			}
 		})
@@ -216,6 +234,13 @@ func BenchmarkReadHistory(b *testing.B) {
 // serve answers GET path b.N times and fails on any answer but 200.
 func (h *benchHistory) serve(b *testing.B, path string) {
 	handler := h.srv.Handler()
+	var ru0, ru1 syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+	defer func() {
+		syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
+		cpu := ru1.Utime.Nano() - ru0.Utime.Nano() + ru1.Stime.Nano() - ru0.Stime.Nano()
+		b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
+	}()
 	for b.Loop() {
 		req := httptest.NewRequest(http.MethodGet, path, nil)
 		req.Host, req.RemoteAddr = "127.0.0.1:8080", "127.0.0.1:50000"
