@@ -206,7 +206,7 @@ func (h *benchHistory) paths(b *testing.B) map[string]string {
 
 // BenchmarkReadHistory serves each read of the API, through the server's
 // handler over the SQLite store, with 1k, 10k and 100k cycles of history
-// (about 41 events per cycle). A read that is served from an index costs
+// (40 events per cycle). A read that is served from an index costs
 // about the same at every size. The sizes of one read run one after the
 // other, so they meet the same load on a shared machine; cpu-ns/op is the
 // process's CPU time per request.

@@ -55,10 +55,10 @@ func CycleID(i int) string { return CycleStart(i).Format("20060102_150405") }
 func CycleStart(i int) time.Time { return Start.Add(time.Duration(i) * time.Hour) }
 
 // Build writes a history of n cycles into a new database at dir/state.db:
-// per cycle about 41 events (the start and end, four per step, six
-// mailbox deliveries, eight tool calls, one of them failing, and the
-// execution's notice), six attempts and one command (the Execution
-// Service's status callback), consumed.
+// per cycle 40 events (the start and end, four per step with a mailbox
+// delivery among them, five transitions, eight tool calls, one of them
+// failing, and the execution's notice), six attempts and one command (the
+// Execution Service's status callback), consumed.
 //
 // The first 1000 cycles are committed through the store's ApplyAll, as
 // the engine commits them (the tool usage summary included); beyond
