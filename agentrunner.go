@@ -283,6 +283,41 @@ type ToolUsage struct {
 	LastCall time.Time
 }
 
+// EventToolCall is the type of the event recorded for every tool call.
+// Stores keep a summary of these events (Store.ToolUsage).
+const EventToolCall = "tool.call"
+
+// ToolUsageBucket is the granularity of the tool usage summary: calls are
+// summed per tool and UTC hour, so ToolUsage's since counts from the start
+// of its hour.
+const ToolUsageBucket = time.Hour
+
+// ToolCallOf reads what the tool usage summary keeps of an event: the
+// tool's name (details "tool", a string), whether the call failed
+// (details "is_error" true) and its duration (details "duration_ms", a
+// number). ok is false for other events and for a tool.call event
+// without a tool name, which the summary does not count.
+func ToolCallOf(e *Event) (tool string, failed bool, d time.Duration, ok bool) {
+	if e.Type != EventToolCall {
+		return "", false, 0, false
+	}
+	tool, ok = e.Details["tool"].(string)
+	if !ok {
+		return "", false, 0, false
+	}
+	failed, _ = e.Details["is_error"].(bool)
+	var ms int64
+	switch v := e.Details["duration_ms"].(type) {
+	case int:
+		ms = int64(v)
+	case int64:
+		ms = v
+	case float64:
+		ms = int64(v)
+	}
+	return tool, failed, time.Duration(ms) * time.Millisecond, true
+}
+
 // Change is everything one state change writes. A Store applies it in one
 // transaction: all of it is committed or none of it.
 type Change struct {
@@ -355,9 +390,14 @@ type Store interface {
 	// Control returns the loop's control state (the zero Control at first).
 	Control(ctx context.Context) (*Control, error)
 	// PruneEvents deletes events older than before, never the newest one
-	// (so event ids keep growing), and returns how many it deleted.
+	// (so event ids keep growing), and returns how many it deleted. The
+	// tool usage summary is the history of the calls and stays as it is.
 	PruneEvents(ctx context.Context, before time.Time) (int64, error)
-	// ToolUsage sums the tool.call events since then, by tool.
+	// ToolUsage sums the tool calls (ToolCallOf) since then, by tool,
+	// sorted by name, from a summary Apply keeps in the transaction that
+	// writes the tool.call events, never from a scan of the events. The
+	// summary counts per ToolUsageBucket: since is taken back to the start
+	// of its hour. The zero since is all time.
 	ToolUsage(ctx context.Context, since time.Time) ([]*ToolUsage, error)
 	Close() error
 }

@@ -77,8 +77,11 @@ func queryInt(r *http.Request, name string, def, max int64) (int64, error) {
 }
 
 // limit reads the limit parameter: 1..maxLimit, default defaultLimit.
-func limit(r *http.Request) (int, error) {
-	n, err := queryInt(r, "limit", defaultLimit, maxLimit)
+func limit(r *http.Request) (int, error) { return limitOr(r, defaultLimit) }
+
+// limitOr reads the limit parameter: 1..maxLimit, default def.
+func limitOr(r *http.Request, def int64) (int, error) {
+	n, err := queryInt(r, "limit", def, maxLimit)
 	if err != nil || n == 0 {
 		return 0, agentrunner.Errorf(agentrunner.EINVALID, "query parameter limit: want an integer from 1 to %d, got %q", maxLimit, r.URL.Query().Get("limit"))
 	}
@@ -389,10 +392,34 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
+// toolQuery reads the parameters of GET /api/tools: limit (default
+// maxLimit, so a caller that does not page gets every tool, as before
+// paging), after (a tool name: the page starts after it) and since (an RFC
+// 3339 time: usage from its hour on).
+func toolQuery(r *http.Request) (n int, after string, since time.Time, err error) {
+	if n, err = limitOr(r, maxLimit); err != nil {
+		return 0, "", time.Time{}, err
+	}
+	after = r.URL.Query().Get("after")
+	if v := r.URL.Query().Get("since"); v != "" {
+		if since, err = time.Parse(time.RFC3339Nano, v); err != nil {
+			return 0, "", time.Time{}, agentrunner.Errorf(agentrunner.EINVALID, "query parameter since: want an RFC 3339 time, got %q", clip(v))
+		}
+	}
+	return n, after, since, nil
+}
+
 // handleTools lists the registered tools, the agents that may call them,
-// and their recorded usage over the retained events.
+// and their recorded usage, sorted by name and paged with after. Usage
+// comes from the store's summary, whose size is the number of tools, not
+// of calls.
 func (s *Server) handleTools(w http.ResponseWriter, r *http.Request) {
-	usage, err := s.store.ToolUsage(r.Context(), time.Time{})
+	n, after, since, err := toolQuery(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	usage, err := s.store.ToolUsage(r.Context(), since)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -427,11 +454,16 @@ func (s *Server) handleTools(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	out := struct {
-		Tools []*Tool `json:"tools"`
-	}{Tools: []*Tool{}}
+	out := ToolList{Tools: []Tool{}}
 	for _, name := range slices.Sorted(maps.Keys(byName)) {
-		out.Tools = append(out.Tools, byName[name])
+		if name <= after && after != "" {
+			continue
+		}
+		if len(out.Tools) == n {
+			out.NextAfter = out.Tools[n-1].Name
+			break
+		}
+		out.Tools = append(out.Tools, *byName[name])
 	}
 	writeJSON(w, http.StatusOK, out)
 }

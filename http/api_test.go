@@ -568,3 +568,47 @@ func TestReload(t *testing.T) {
 		t.Errorf("next_scheduled_time %v after a reload to every 12h", got)
 	}
 }
+
+// TestToolsArePaged: GET /api/tools pages by name with after and
+// next_after, and since counts the usage from the start of its hour.
+func TestToolsArePaged(t *testing.T) {
+	f := newAPIFixture(t, nil)
+	get := func(path string) map[string]any {
+		t.Helper()
+		code, body := f.do("GET", path, viewerKey, "")
+		return f.json(code, body, 200)
+	}
+	names := func(page map[string]any) []string {
+		var out []string
+		for _, v := range page["tools"].([]any) {
+			out = append(out, v.(map[string]any)["name"].(string))
+		}
+		return out
+	}
+	first := get("/api/tools?limit=1")
+	if diff := cmp.Diff([]string{"web_fetch"}, names(first)); diff != "" || first["next_after"] != "web_fetch" {
+		t.Errorf("first page %v (-want +got):\n%s", first, diff)
+	}
+	second := get("/api/tools?limit=1&after=web_fetch")
+	if diff := cmp.Diff([]string{"web_search"}, names(second)); diff != "" || second["next_after"] != nil {
+		t.Errorf("last page %v (-want +got):\n%s", second, diff)
+	}
+	if all := get("/api/tools"); len(names(all)) != 2 || all["next_after"] != nil {
+		t.Errorf("without limit: %v, want every tool", all)
+	}
+	usage := func(page map[string]any) any {
+		return page["tools"].([]any)[1].(map[string]any)["usage"].(map[string]any)["calls"]
+	}
+	// The calls were at 08:57:53 and 08:58:53.
+	if calls := usage(get("/api/tools?since=2026-03-14T08:59:00Z")); calls != float64(2) {
+		t.Errorf("calls since 08:59, counted from 08:00: %v, want 2", calls)
+	}
+	if calls := usage(get("/api/tools?since=2026-03-14T09:00:00Z")); calls != float64(0) {
+		t.Errorf("calls since 09:00: %v, want 0", calls)
+	}
+	for _, q := range []string{"since=yesterday", "limit=0", "limit=501"} {
+		if code, body := f.do("GET", "/api/tools?"+q, viewerKey, ""); code != 400 || !strings.Contains(body, "query parameter") {
+			t.Errorf("GET /api/tools?%s: %d %s, want 400 naming the parameter", q, code, body)
+		}
+	}
+}

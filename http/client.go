@@ -230,6 +230,13 @@ type Tool struct {
 	Breaker string `json:"breaker_state,omitempty"`
 }
 
+// ToolList is a page of tools, sorted by name; NextAfter, when set, asks
+// for the next page.
+type ToolList struct {
+	Tools     []Tool `json:"tools"`
+	NextAfter string `json:"next_after,omitempty"`
+}
+
 // ToolUsage sums a tool's recorded calls.
 type ToolUsage struct {
 	Calls         int        `json:"calls"`
@@ -338,15 +345,25 @@ func (c *Client) Events(ctx context.Context, since string, limit int, f EventFil
 	return &out, nil
 }
 
-// Tools lists the registered tools with their usage.
+// Tools lists the registered tools with their usage of all time, every
+// page of them.
 func (c *Client) Tools(ctx context.Context) ([]Tool, error) {
-	var out struct {
-		Tools []Tool `json:"tools"`
+	var tools []Tool
+	q := url.Values{}
+	for {
+		var out ToolList
+		if err := c.do(ctx, http.MethodGet, []string{"api", "tools"}, q, nil, &out); err != nil {
+			return nil, err
+		}
+		tools = append(tools, out.Tools...)
+		if out.NextAfter == "" {
+			return tools, nil
+		}
+		if out.NextAfter <= q.Get("after") {
+			return nil, unexpected(agentrunner.EINTERNAL, "GET /api/tools: next_after %q does not move past %q", clipText(out.NextAfter), clipText(q.Get("after")))
+		}
+		q.Set("after", out.NextAfter)
 	}
-	if err := c.do(ctx, http.MethodGet, []string{"api", "tools"}, nil, nil, &out); err != nil {
-		return nil, err
-	}
-	return out.Tools, nil
 }
 
 // Mailbox returns an agent's mailbox; ENOTFOUND for an unknown agent.

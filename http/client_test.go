@@ -812,3 +812,46 @@ func TestClientStreamParsing(t *testing.T) {
 		})
 	}
 }
+
+// TestClientToolsFollowsPages: Tools asks for every page, each after the
+// last name of the one before, and refuses a cursor that does not move.
+func TestClientToolsFollowsPages(t *testing.T) {
+	var afters []string
+	c := clientFake(t, "", func(w http.ResponseWriter, r *http.Request) {
+		after := r.URL.Query().Get("after")
+		afters = append(afters, after)
+		w.Header().Set("Content-Type", "application/json")
+		switch after {
+		case "":
+			io.WriteString(w, `{"tools": [{"name": "a", "description": "", "agents": [], "usage": {"calls": 1, "errors": 0, "avg_duration_ms": 3}}], "next_after": "a"}`)
+		case "a":
+			io.WriteString(w, `{"tools": [{"name": "b", "description": "", "agents": [], "usage": {"calls": 0, "errors": 0, "avg_duration_ms": 0}}], "next_after": "a"}`)
+		}
+	})
+	_, err := c.Tools(t.Context())
+	if agentrunner.ErrorCode(err) != agentrunner.EINTERNAL || !strings.Contains(err.Error(), "does not move") {
+		t.Errorf("a cursor that stays: %v, want an internal error", err)
+	}
+	afters = nil
+	c = clientFake(t, "", func(w http.ResponseWriter, r *http.Request) {
+		after := r.URL.Query().Get("after")
+		afters = append(afters, after)
+		w.Header().Set("Content-Type", "application/json")
+		next := map[string]string{"": `, "next_after": "a"`, "a": `, "next_after": "b"`}[after]
+		io.WriteString(w, `{"tools": [{"name": "`+map[string]string{"": "a", "a": "b", "b": "c"}[after]+`", "description": "", "agents": [], "usage": {"calls": 0, "errors": 0, "avg_duration_ms": 0}}]`+next+`}`)
+	})
+	got, err := c.Tools(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range got {
+		names = append(names, tl.Name)
+	}
+	if diff := cmp.Diff([]string{"a", "b", "c"}, names); diff != "" {
+		t.Errorf("tools of three pages (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"", "a", "b"}, afters); diff != "" {
+		t.Errorf("after of each request (-want +got):\n%s", diff)
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentrunner/agentrunner"
 	"github.com/agentrunner/agentrunner/storetest"
+	"github.com/google/go-cmp/cmp"
 )
 
 func open(t *testing.T) *Store {
@@ -140,6 +141,11 @@ func TestMigrationKeepsData(t *testing.T) {
 		// Attempts are listed in the order they were made (rowid), not by key.
 		`INSERT INTO attempts (cycle_id, step, number, status) VALUES ('20261101_000000', 'analyze', 1, 'succeeded')`,
 		`INSERT INTO events (id, timestamp, event_type, cycle_id, level, details) VALUES (7, '2026-11-01T00:00:00.000000000Z', 'cycle.started', '20261101_000000', 'warn', '{"a":1}')`,
+		// Tool calls recorded before the summary existed: migration 6
+		// backfills it from them.
+		`INSERT INTO events (id, timestamp, event_type, level, details) VALUES (8, '2026-11-01T00:05:00.000000000Z', 'tool.call', 'info', '{"tool":"web_search","is_error":false,"duration_ms":120}')`,
+		`INSERT INTO events (id, timestamp, event_type, level, details) VALUES (9, '2026-11-01T01:10:00.000000000Z', 'tool.call', 'warn', '{"tool":"web_search","is_error":true,"duration_ms":80.7}')`,
+		`INSERT INTO events (id, timestamp, event_type, level, details) VALUES (10, '2026-11-01T01:20:00.000000000Z', 'tool.call', 'info', '{"tool":7}')`,
 	}
 	for _, q := range stmts {
 		if _, err := db.ExecContext(ctx, q); err != nil {
@@ -161,9 +167,30 @@ func TestMigrationKeepsData(t *testing.T) {
 	if len(atts) != 2 || atts[0].Usage.InputTokens != 42 || atts[1].Step != "analyze" {
 		t.Errorf("attempts after the migration: %+v", atts)
 	}
-	evs, err := s.Events(ctx, agentrunner.EventFilter{MinLevel: agentrunner.LevelWarn})
+	evs, err := s.Events(ctx, agentrunner.EventFilter{CycleID: "20261101_000000", MinLevel: agentrunner.LevelWarn})
 	if err != nil || len(evs) != 1 || evs[0].ID != 7 || evs[0].Details["a"] != float64(1) {
 		t.Errorf("events after the migration: %+v, %v", evs, err)
+	}
+	calls, err := s.Events(ctx, agentrunner.EventFilter{Type: "tool.call", Since: time.Date(2026, 11, 1, 0, 1, 0, 0, time.UTC)})
+	if err != nil || len(calls) != 3 || calls[0].ID != 8 {
+		t.Errorf("tool.call events after the migration: %+v, %v", calls, err)
+	}
+	first := time.Date(2026, 11, 1, 0, 5, 0, 0, time.UTC)
+	usage, err := s.ToolUsage(ctx, time.Time{})
+	want := []*agentrunner.ToolUsage{{Tool: "web_search", Calls: 2, Errors: 1, Duration: 200 * time.Millisecond, LastCall: first.Add(65 * time.Minute)}}
+	if diff := cmp.Diff(want, usage); err != nil || diff != "" {
+		t.Errorf("tool usage backfilled by the migration (%v) (-want +got):\n%s", err, diff)
+	}
+	if hour, _ := s.ToolUsage(ctx, first.Add(time.Hour)); len(hour) != 1 || hour[0].Calls != 1 || hour[0].Errors != 1 {
+		t.Errorf("tool usage of the hour 01:00 after the migration: %+v", hour)
+	}
+	next := &agentrunner.Event{Timestamp: first.Add(2 * time.Hour), Type: agentrunner.EventToolCall, Level: agentrunner.LevelInfo,
+		Details: map[string]any{"tool": "web_search", "is_error": false, "duration_ms": 100}}
+	if err := s.Apply(ctx, &agentrunner.Change{Events: []*agentrunner.Event{next}}); err != nil {
+		t.Fatal(err)
+	}
+	if usage, _ := s.ToolUsage(ctx, time.Time{}); len(usage) != 1 || usage[0].Calls != 3 || usage[0].Duration != 300*time.Millisecond {
+		t.Errorf("a call after the migration does not add to the backfilled summary: %+v", usage)
 	}
 	bogus := *c
 	bogus.Status = "bogus"
@@ -186,5 +213,37 @@ func TestMigrationKeepsData(t *testing.T) {
 	halted.Status = agentrunner.CycleHalted
 	if err := s.Apply(ctx, &agentrunner.Change{From: "plan", Cycle: &halted}); err != nil {
 		t.Errorf("halting a cycle after the migration: %v", err)
+	}
+}
+
+// TestApplyAllIsOneTransaction: changes applied together are committed
+// together, or not at all when one of them fails.
+func TestApplyAllIsOneTransaction(t *testing.T) {
+	ctx := context.Background()
+	s := open(t)
+	defer s.Close()
+	t0 := time.Date(2026, 11, 22, 14, 0, 0, 0, time.UTC)
+	call := &agentrunner.Change{Events: []*agentrunner.Event{{Timestamp: t0, Type: agentrunner.EventToolCall, Level: agentrunner.LevelInfo,
+		Details: map[string]any{"tool": "web_search", "duration_ms": 5}}}}
+	bad := &agentrunner.Change{Attempts: []*agentrunner.Attempt{{CycleID: "no-such", Step: "x", Number: 1, Status: agentrunner.AttemptRunning}}}
+	before := s.Commits()
+	if err := s.ApplyAll(ctx, call, bad); err == nil {
+		t.Fatal("ApplyAll with a failing change succeeded")
+	}
+	if evs, _ := s.Events(ctx, agentrunner.EventFilter{}); len(evs) != 0 {
+		t.Errorf("a failed ApplyAll wrote %d events", len(evs))
+	}
+	if u, _ := s.ToolUsage(ctx, time.Time{}); len(u) != 0 {
+		t.Errorf("a failed ApplyAll wrote tool usage %+v", u)
+	}
+	second := &agentrunner.Change{Events: []*agentrunner.Event{{Timestamp: t0.Add(time.Minute), Type: "x", Level: agentrunner.LevelInfo}}}
+	if err := s.ApplyAll(ctx, call, second); err != nil {
+		t.Fatal(err)
+	}
+	if evs, _ := s.Events(ctx, agentrunner.EventFilter{}); len(evs) != 2 || s.Commits() != before+1 {
+		t.Errorf("ApplyAll of two changes: %d events in %d commits, want 2 in 1", len(evs), s.Commits()-before)
+	}
+	if u, _ := s.ToolUsage(ctx, time.Time{}); len(u) != 1 || u[0].Calls != 1 {
+		t.Errorf("tool usage after ApplyAll: %+v", u)
 	}
 }

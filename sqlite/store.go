@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -65,6 +66,15 @@ const (
 	sqlInsertEvents = `
 		INSERT INTO events (timestamp, event_type, agent, step, cycle_id, level, details)
 		VALUES %s`
+	// The tool usage summary: one row per tool and hour, one per tool.
+	sqlToolHour = `
+		INSERT INTO tool_usage_hours (hour, tool, calls, errors, duration_ms, last_call) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (hour, tool) DO UPDATE SET calls = calls + excluded.calls, errors = errors + excluded.errors,
+			duration_ms = duration_ms + excluded.duration_ms, last_call = MAX(last_call, excluded.last_call)`
+	sqlToolTotal = `
+		INSERT INTO tool_usage_totals (tool, calls, errors, duration_ms, last_call) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (tool) DO UPDATE SET calls = calls + excluded.calls, errors = errors + excluded.errors,
+			duration_ms = duration_ms + excluded.duration_ms, last_call = MAX(last_call, excluded.last_call)`
 	sqlInsertOutbox = `
 		INSERT INTO outbox (key, kind, cycle_id, payload, created_at) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (key) DO NOTHING`
@@ -145,7 +155,15 @@ func (w *writer) execRows(ctx context.Context, query string, rows [][]any) ([]in
 }
 
 // Apply commits a change in one IMMEDIATE transaction.
-func (s *Store) Apply(ctx context.Context, ch *agentrunner.Change) (err error) {
+func (s *Store) Apply(ctx context.Context, ch *agentrunner.Change) error {
+	return s.ApplyAll(ctx, ch)
+}
+
+// ApplyAll commits changes, in order, in one IMMEDIATE transaction: all of
+// them or none. It writes a long history at once (an import, a benchmark's
+// history) as Apply would write it change by change, tool usage summary
+// included; the engine commits one change at a time with Apply.
+func (s *Store) ApplyAll(ctx context.Context, chs ...*agentrunner.Change) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -166,6 +184,21 @@ func (s *Store) Apply(ctx context.Context, ch *agentrunner.Change) (err error) {
 			err = exhausted(err)
 		}
 	}()
+	for _, ch := range chs {
+		if err = w.change(ctx, ch); err != nil {
+			return err
+		}
+	}
+	if _, err = w.exec(ctx, "COMMIT"); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	s.commits.Add(1)
+	return nil
+}
+
+// change writes one change in the caller's transaction; the caller holds
+// mu.
+func (w *writer) change(ctx context.Context, ch *agentrunner.Change) (err error) {
 	cycleDone := false
 	if c := ch.Cycle; c != nil && c.Status == agentrunner.CycleRunning && ch.From.IsStep() {
 		// A running cycle moving between steps: one UPDATE both makes the
@@ -233,6 +266,9 @@ func (s *Store) Apply(ctx context.Context, ch *agentrunner.Change) (err error) {
 		for i, e := range ch.Events {
 			e.ID = ids[i]
 		}
+		if err := w.summarizeToolCalls(ctx, ch.Events); err != nil {
+			return fmt.Errorf("tool usage summary: %w", err)
+		}
 	}
 	for _, m := range ch.Outbox {
 		if _, err = w.exec(ctx, sqlInsertOutbox, m.Key, m.Kind, m.CycleID, m.Payload, encodeTime(m.CreatedAt)); err != nil {
@@ -262,10 +298,65 @@ func (s *Store) Apply(ctx context.Context, ch *agentrunner.Change) (err error) {
 			return translate(err, "control")
 		}
 	}
-	if _, err = w.exec(ctx, "COMMIT"); err != nil {
-		return fmt.Errorf("commit: %w", err)
+	return nil
+}
+
+// toolSum is what the summary adds for a tool in an hour, or in total.
+type toolSum struct {
+	calls, errors int
+	ms            int64
+	last          time.Time
+}
+
+func (t *toolSum) add(failed bool, d time.Duration, at time.Time) {
+	t.calls++
+	if failed {
+		t.errors++
 	}
-	s.commits.Add(1)
+	t.ms += d.Milliseconds()
+	if at.After(t.last) {
+		t.last = at
+	}
+}
+
+// hourOf is the summary's hour of t: the first 13 characters of the
+// stored time, 2026-11-22T14.
+func hourOf(t time.Time) string { return t.UTC().Format("2006-01-02T15") }
+
+// summarizeToolCalls adds the tool calls among evs to the tool usage
+// summary, in the caller's transaction; the caller holds mu.
+func (w *writer) summarizeToolCalls(ctx context.Context, evs []*agentrunner.Event) error {
+	type key struct{ hour, tool string }
+	var hours map[key]*toolSum
+	var totals map[string]*toolSum
+	for _, e := range evs {
+		tool, failed, d, ok := agentrunner.ToolCallOf(e)
+		if !ok {
+			continue
+		}
+		if hours == nil {
+			hours, totals = map[key]*toolSum{}, map[string]*toolSum{}
+		}
+		k := key{hourOf(e.Timestamp), tool}
+		if hours[k] == nil {
+			hours[k] = &toolSum{}
+		}
+		if totals[tool] == nil {
+			totals[tool] = &toolSum{}
+		}
+		hours[k].add(failed, d, e.Timestamp)
+		totals[tool].add(failed, d, e.Timestamp)
+	}
+	for k, t := range hours {
+		if _, err := w.exec(ctx, sqlToolHour, k.hour, k.tool, t.calls, t.errors, t.ms, encodeTime(t.last)); err != nil {
+			return err
+		}
+	}
+	for tool, t := range totals {
+		if _, err := w.exec(ctx, sqlToolTotal, tool, t.calls, t.errors, t.ms, encodeTime(t.last)); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -340,6 +431,13 @@ func (s *Store) UnfinishedCycle(ctx context.Context) (*agentrunner.Cycle, error)
 
 // Cycles lists cycles newest first.
 func (s *Store) Cycles(ctx context.Context, f agentrunner.CycleFilter) ([]*agentrunner.Cycle, error) {
+	q, args := cyclesQuery(f)
+	return queryAll(ctx, s.read, scanCycle, q, args...)
+}
+
+// cyclesQuery is the query of Cycles: a range of the primary key, or of
+// cycles_status with a status.
+func cyclesQuery(f agentrunner.CycleFilter) (string, []any) {
 	q := `SELECT ` + cycleColumns + ` FROM cycles WHERE 1 = 1`
 	var args []any
 	if f.Status != "" {
@@ -355,7 +453,7 @@ func (s *Store) Cycles(ctx context.Context, f agentrunner.CycleFilter) ([]*agent
 		q += ` LIMIT ?`
 		args = append(args, f.Limit)
 	}
-	return queryAll(ctx, s.read, scanCycle, q, args...)
+	return q, args
 }
 
 // Attempts lists a cycle's attempts in the order they were made.
@@ -393,8 +491,30 @@ func scanAttempt(row scanner) (*agentrunner.Attempt, error) {
 
 // Events lists events oldest first.
 func (s *Store) Events(ctx context.Context, f agentrunner.EventFilter) ([]*agentrunner.Event, error) {
+	q, args, err := eventsQuery(f)
+	if err != nil {
+		return nil, err
+	}
+	return queryAll(ctx, s.read, scanEvent, q, args...)
+}
+
+// eventsQuery is the query of Events. Each filter has its index: type
+// events_type, level warn events_problems, level error events_errors,
+// a cycle events_cycle, a time events_time; the rest walk the ids.
+func eventsQuery(f agentrunner.EventFilter) (string, []any, error) {
 	q := `SELECT id, timestamp, event_type, agent, step, cycle_id, level, details FROM events WHERE id > ?`
 	args := []any{f.AfterID}
+	if !f.Since.IsZero() {
+		// Ids follow commits and timestamps the events' own times, which
+		// may be a little out of order: the first id of an event at or
+		// after the time comes from the events_time index, and the walk
+		// by id starts there (one bound, so whichever index walks the ids
+		// starts there too). It costs in proportion to the events after
+		// the time; continuing by id (AfterID) costs nothing more.
+		q = `SELECT id, timestamp, event_type, agent, step, cycle_id, level, details FROM events
+			WHERE id > MAX(?, (SELECT MIN(id) FROM events INDEXED BY events_time WHERE timestamp >= ?) - 1) AND timestamp >= ?`
+		args = append(args, encodeTime(f.Since), encodeTime(f.Since))
+	}
 	if f.BeforeID > 0 {
 		q += ` AND id < ?`
 		args = append(args, f.BeforeID)
@@ -402,10 +522,6 @@ func (s *Store) Events(ctx context.Context, f agentrunner.EventFilter) ([]*agent
 	if f.CycleID != "" {
 		q += ` AND cycle_id = ?`
 		args = append(args, f.CycleID)
-	}
-	if !f.Since.IsZero() {
-		q += ` AND timestamp >= ?`
-		args = append(args, encodeTime(f.Since))
 	}
 	if f.Type != "" {
 		q += ` AND event_type = ?`
@@ -418,9 +534,9 @@ func (s *Store) Events(ctx context.Context, f agentrunner.EventFilter) ([]*agent
 	case agentrunner.LevelWarn:
 		q += ` AND level IN ('warn', 'error')` // the events_problems index
 	case agentrunner.LevelError:
-		q += ` AND level IN ('warn', 'error') AND level = 'error'` // the first term lets SQLite use events_problems
+		q += ` AND level = 'error'` // the events_errors index
 	default:
-		return nil, agentrunner.Errorf(agentrunner.EINVALID, "unknown level %q (debug, info, warn, error)", f.MinLevel)
+		return "", nil, agentrunner.Errorf(agentrunner.EINVALID, "unknown level %q (debug, info, warn, error)", f.MinLevel)
 	}
 	if f.Newest {
 		q += ` ORDER BY id DESC`
@@ -431,7 +547,7 @@ func (s *Store) Events(ctx context.Context, f agentrunner.EventFilter) ([]*agent
 		q += ` LIMIT ?`
 		args = append(args, f.Limit)
 	}
-	return queryAll(ctx, s.read, scanEvent, q, args...)
+	return q, args, nil
 }
 
 func scanEvent(row scanner) (*agentrunner.Event, error) {
@@ -471,15 +587,21 @@ func (s *Store) PruneEvents(ctx context.Context, before time.Time) (int64, error
 	return n, err
 }
 
-// ToolUsage sums the tool.call events since then, by tool.
+// ToolUsage sums the tool calls since then, by tool, from the summary:
+// the totals for all time, else the hours from since's hour on.
 func (s *Store) ToolUsage(ctx context.Context, since time.Time) ([]*agentrunner.ToolUsage, error) {
-	return queryAll(ctx, s.read, scanToolUsage, `
-		SELECT json_extract(details, '$.tool') AS tool, COUNT(*),
-			SUM(CASE WHEN json_extract(details, '$.is_error') THEN 1 ELSE 0 END),
-			SUM(COALESCE(json_extract(details, '$.duration_ms'), 0)), MAX(timestamp)
-		FROM events WHERE event_type = 'tool.call' AND timestamp >= COALESCE(?, '') AND tool IS NOT NULL
-		GROUP BY tool ORDER BY tool`, encodeTime(since))
+	if since.IsZero() {
+		return queryAll(ctx, s.read, scanToolUsage, sqlToolTotals)
+	}
+	return queryAll(ctx, s.read, scanToolUsage, sqlToolHours, hourOf(since))
 }
+
+// The queries of ToolUsage.
+const (
+	sqlToolTotals = `SELECT tool, calls, errors, duration_ms, last_call FROM tool_usage_totals ORDER BY tool`
+	sqlToolHours  = `SELECT tool, SUM(calls), SUM(errors), SUM(duration_ms), MAX(last_call)
+		FROM tool_usage_hours WHERE hour >= ? GROUP BY tool ORDER BY tool`
+)
 
 func scanToolUsage(row scanner) (*agentrunner.ToolUsage, error) {
 	var u agentrunner.ToolUsage
@@ -608,13 +730,21 @@ func (s *Store) PendingCommands(ctx context.Context) ([]*agentrunner.Command, er
 	return s.commands(ctx, `WHERE consumed_at IS NULL ORDER BY id`)
 }
 
+// sqlCommandsPage is a page of the audit log: a plain bound on the id, so
+// the page is a range of the primary key.
+const sqlCommandsPage = `WHERE id < ? ORDER BY id DESC LIMIT ?`
+
 // Commands lists commands, newest first.
 func (s *Store) Commands(ctx context.Context, f agentrunner.CommandFilter) ([]*agentrunner.Command, error) {
 	limit := int64(f.Limit)
 	if limit <= 0 {
 		limit = -1 // no limit
 	}
-	return s.commands(ctx, `WHERE ? = 0 OR id < ? ORDER BY id DESC LIMIT ?`, f.BeforeID, f.BeforeID, limit)
+	before := f.BeforeID
+	if before <= 0 {
+		before = math.MaxInt64
+	}
+	return s.commands(ctx, sqlCommandsPage, before, limit)
 }
 
 // Control returns the loop's control state.

@@ -36,6 +36,11 @@ func Run(t *testing.T, open func(t *testing.T) agentrunner.Store) {
 		{"EventQueries", testEventQueries},
 		{"PruneKeepsTheNewestEvent", testPrune},
 		{"ToolUsageSumsToolCalls", testToolUsage},
+		{"ToolUsageIsCommittedWithTheEvents", testToolUsageAtomic},
+		{"ToolUsageSurvivesPruning", testToolUsagePrune},
+		{"EventPagesCoverEveryEventOnce", testEventPages},
+		{"CyclePagesByStatus", testCyclePages},
+		{"AuditPages", testAuditPages},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -515,30 +520,249 @@ func testPrune(t *testing.T, s agentrunner.Store) {
 	}
 }
 
+// toolCall is a tool.call event as the tool executor writes it, at t0
+// plus min minutes.
+func toolCall(min int, tool string, isError bool, ms int) *agentrunner.Event {
+	return &agentrunner.Event{Timestamp: t0.Add(time.Duration(min) * time.Minute), Type: agentrunner.EventToolCall, Level: agentrunner.LevelInfo,
+		Details: map[string]any{"tool": tool, "is_error": isError, "duration_ms": ms, "arguments": `{"q":"btc"}`}}
+}
+
 func testToolUsage(t *testing.T, s agentrunner.Store) {
 	ctx := context.Background()
-	call := func(i int, tool string, isError bool, ms int) *agentrunner.Event {
-		return &agentrunner.Event{Timestamp: t0.Add(time.Duration(i) * time.Minute), Type: "tool.call", Level: agentrunner.LevelInfo,
-			Details: map[string]any{"tool": tool, "is_error": isError, "duration_ms": ms}}
-	}
+	// t0 is 14:00:00.12; the summary counts per hour, so since counts
+	// from the start of its hour.
 	mustApply(t, s, &agentrunner.Change{Events: []*agentrunner.Event{
-		call(0, "web_search", false, 100), // before since
-		call(1, "web_search", false, 200), call(2, "web_search", true, 300), call(3, "bird", false, 50),
+		toolCall(-1, "web_search", false, 100), // 13:59, the hour before since's
+		toolCall(1, "web_search", false, 200), toolCall(70, "web_search", true, 300),
 		{Timestamp: t0.Add(4 * time.Minute), Type: "attempt.started", Level: agentrunner.LevelInfo, Details: map[string]any{"tool": "x"}},
+		{Timestamp: t0.Add(5 * time.Minute), Type: agentrunner.EventToolCall, Level: agentrunner.LevelInfo, Details: map[string]any{"tool": 7}},
 	}})
-	got, err := s.ToolUsage(ctx, t0.Add(time.Minute))
+	// A second change adds to the same hour's sums.
+	mustApply(t, s, &agentrunner.Change{Events: []*agentrunner.Event{toolCall(3, "bird", false, 50)}})
+	got, err := s.ToolUsage(ctx, t0.Add(30*time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []*agentrunner.ToolUsage{
 		{Tool: "bird", Calls: 1, Duration: 50 * time.Millisecond, LastCall: t0.Add(3 * time.Minute)},
-		{Tool: "web_search", Calls: 2, Errors: 1, Duration: 500 * time.Millisecond, LastCall: t0.Add(2 * time.Minute)},
+		{Tool: "web_search", Calls: 2, Errors: 1, Duration: 500 * time.Millisecond, LastCall: t0.Add(70 * time.Minute)},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("tool usage (-want +got):\n%s", diff)
+		t.Errorf("tool usage since 14:30, counted from 14:00 (-want +got):\n%s", diff)
+	}
+	later, err := s.ToolUsage(ctx, t0.Add(61*time.Minute))
+	if err != nil || len(later) != 1 || later[0].Tool != "web_search" || later[0].Calls != 1 {
+		t.Errorf("tool usage since 15:01: %+v, %v; want web_search's call of 15:10", later, err)
 	}
 	all, err := s.ToolUsage(ctx, time.Time{})
-	if err != nil || len(all) != 2 || all[1].Calls != 3 {
-		t.Errorf("tool usage of all time: %+v, %v", all, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want[1].Calls, want[1].Duration = 3, 600*time.Millisecond
+	if diff := cmp.Diff(want, all); diff != "" {
+		t.Errorf("tool usage of all time (-want +got):\n%s", diff)
+	}
+}
+
+// testToolUsageAtomic: the summary is written in the transaction of the
+// events, so a change that fails adds nothing to it.
+func testToolUsageAtomic(t *testing.T, s agentrunner.Store) {
+	ctx := context.Background()
+	bad := &agentrunner.Attempt{CycleID: "no-such-cycle", Step: "plan", Number: 1, Status: agentrunner.AttemptRunning}
+	err := s.Apply(ctx, &agentrunner.Change{Events: []*agentrunner.Event{toolCall(0, "web_search", false, 100)}, Attempts: []*agentrunner.Attempt{bad}})
+	if err == nil {
+		t.Fatal("want an error for an attempt of an unknown cycle")
+	}
+	mustApply(t, s, &agentrunner.Change{Events: []*agentrunner.Event{toolCall(1, "bird", false, 10)}})
+	for _, since := range []time.Time{{}, t0} {
+		got, err := s.ToolUsage(ctx, since)
+		if err != nil || len(got) != 1 || got[0].Tool != "bird" {
+			t.Errorf("ToolUsage(%v) = %+v, %v; want only bird's call: the failed change's call is counted", since, got, err)
+		}
+	}
+}
+
+// testToolUsagePrune: the summary is the history of the calls; pruning
+// the events leaves it whole.
+func testToolUsagePrune(t *testing.T, s agentrunner.Store) {
+	ctx := context.Background()
+	mustApply(t, s, &agentrunner.Change{Events: []*agentrunner.Event{
+		toolCall(0, "web_search", false, 100), toolCall(120, "web_search", true, 300), toolCall(240, "bird", false, 5),
+	}})
+	before, _ := s.ToolUsage(ctx, time.Time{})
+	beforeHour, _ := s.ToolUsage(ctx, t0)
+	if n, err := s.PruneEvents(ctx, t0.Add(200*time.Minute)); err != nil || n != 2 {
+		t.Fatalf("pruned %d, %v; want 2", n, err)
+	}
+	after, err := s.ToolUsage(ctx, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	afterHour, _ := s.ToolUsage(ctx, t0)
+	if diff := cmp.Diff(before, after); diff != "" || len(after) != 2 || after[1].Calls != 2 {
+		t.Errorf("all-time usage changed with pruning (-before +after):\n%s", diff)
+	}
+	if diff := cmp.Diff(beforeHour, afterHour); diff != "" {
+		t.Errorf("usage since t0 changed with pruning (-before +after):\n%s", diff)
+	}
+}
+
+// testEventPages: following the cursor (AfterID of the last event) page
+// by page, with each filter, returns every matching event once, in order,
+// and the pages newest first (BeforeID) do the same backwards.
+func testEventPages(t *testing.T, s agentrunner.Store) {
+	ctx := context.Background()
+	mustApply(t, s, &agentrunner.Change{Cycle: cycle("20261122_140000", agentrunner.CycleCompleted, "")})
+	levels := []agentrunner.Level{agentrunner.LevelInfo, agentrunner.LevelWarn, agentrunner.LevelInfo, agentrunner.LevelError, agentrunner.LevelDebug}
+	var evs []*agentrunner.Event
+	for i := range 53 {
+		e := &agentrunner.Event{Timestamp: t0.Add(time.Duration(i) * time.Minute), Type: []string{"a", "b", "tool.call"}[i%3],
+			Level: levels[i%len(levels)]}
+		if i%2 == 0 {
+			e.CycleID = "20261122_140000"
+		}
+		evs = append(evs, e)
+	}
+	// One event stamped before the ones committed ahead of it: a tool call
+	// recorded when it ended.
+	evs[40].Timestamp = t0.Add(45*time.Minute + time.Second)
+	for i := 0; i < len(evs); i += 10 {
+		mustApply(t, s, &agentrunner.Change{Events: evs[i:min(i+10, len(evs))]})
+	}
+	rank := map[agentrunner.Level]int{agentrunner.LevelDebug: 0, agentrunner.LevelInfo: 1, agentrunner.LevelWarn: 2, agentrunner.LevelError: 3}
+	for _, tt := range []struct {
+		name  string
+		f     agentrunner.EventFilter
+		match func(e *agentrunner.Event) bool
+	}{
+		{"all", agentrunner.EventFilter{}, func(*agentrunner.Event) bool { return true }},
+		{"type", agentrunner.EventFilter{Type: "tool.call"}, func(e *agentrunner.Event) bool { return e.Type == "tool.call" }},
+		{"warn", agentrunner.EventFilter{MinLevel: agentrunner.LevelWarn}, func(e *agentrunner.Event) bool { return rank[e.Level] >= 2 }},
+		{"error", agentrunner.EventFilter{MinLevel: agentrunner.LevelError}, func(e *agentrunner.Event) bool { return e.Level == agentrunner.LevelError }},
+		{"info", agentrunner.EventFilter{MinLevel: agentrunner.LevelInfo}, func(e *agentrunner.Event) bool { return rank[e.Level] >= 1 }},
+		{"cycle", agentrunner.EventFilter{CycleID: "20261122_140000"}, func(e *agentrunner.Event) bool { return e.CycleID != "" }},
+		{"since a time", agentrunner.EventFilter{Since: t0.Add(42 * time.Minute)}, func(e *agentrunner.Event) bool { return !e.Timestamp.Before(t0.Add(42 * time.Minute)) }},
+		{"type and level since", agentrunner.EventFilter{Type: "a", MinLevel: agentrunner.LevelWarn, Since: t0.Add(10 * time.Minute)},
+			func(e *agentrunner.Event) bool {
+				return e.Type == "a" && rank[e.Level] >= 2 && !e.Timestamp.Before(t0.Add(10*time.Minute))
+			}},
+	} {
+		var want []int64
+		for _, e := range evs {
+			if tt.match(e) {
+				want = append(want, e.ID)
+			}
+		}
+		var forward, backward []int64
+		f := tt.f
+		f.Limit = 4
+		for pages := 0; ; pages++ {
+			page, err := s.Events(ctx, f)
+			if err != nil || pages > len(evs) {
+				t.Fatalf("%s: page %d: %v", tt.name, pages, err)
+			}
+			for _, e := range page {
+				forward = append(forward, e.ID)
+			}
+			if len(page) < f.Limit {
+				break
+			}
+			f.AfterID = page[len(page)-1].ID
+		}
+		b := tt.f
+		b.Limit, b.Newest = 3, true
+		for pages := 0; ; pages++ {
+			page, err := s.Events(ctx, b)
+			if err != nil || pages > len(evs) {
+				t.Fatalf("%s newest first: page %d: %v", tt.name, pages, err)
+			}
+			for _, e := range page {
+				backward = append([]int64{e.ID}, backward...)
+			}
+			if len(page) < b.Limit {
+				break
+			}
+			b.BeforeID = page[len(page)-1].ID
+		}
+		if diff := cmp.Diff(want, forward); diff != "" {
+			t.Errorf("%s: pages oldest first (-want +got):\n%s", tt.name, diff)
+		}
+		if diff := cmp.Diff(want, backward); diff != "" {
+			t.Errorf("%s: pages newest first, reversed (-want +got):\n%s", tt.name, diff)
+		}
+	}
+}
+
+// testCyclePages: paging cycles with Before, with and without a status,
+// returns each cycle once, newest first.
+func testCyclePages(t *testing.T, s agentrunner.Store) {
+	ctx := context.Background()
+	var all, failed []string
+	for i := range 23 {
+		status := agentrunner.CycleCompleted
+		if i%4 == 1 {
+			status = agentrunner.CycleFailed
+		}
+		c := cycle(fmt.Sprintf("20261122_%02d%02d00", 10+i/60, i%60), status, "")
+		mustApply(t, s, &agentrunner.Change{Cycle: c})
+		all = append([]string{c.ID}, all...)
+		if status == agentrunner.CycleFailed {
+			failed = append([]string{c.ID}, failed...)
+		}
+	}
+	for _, tt := range []struct {
+		status agentrunner.CycleStatus
+		want   []string
+	}{{"", all}, {agentrunner.CycleFailed, failed}} {
+		var got []string
+		f := agentrunner.CycleFilter{Status: tt.status, Limit: 5}
+		for pages := 0; pages < 30; pages++ {
+			page, err := s.Cycles(ctx, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range page {
+				got = append(got, c.ID)
+			}
+			if len(page) < f.Limit {
+				break
+			}
+			f.Before = page[len(page)-1].ID
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("status %q: pages (-want +got):\n%s", tt.status, diff)
+		}
+	}
+}
+
+// testAuditPages: paging commands with BeforeID returns each once, newest
+// first.
+func testAuditPages(t *testing.T, s agentrunner.Store) {
+	ctx := context.Background()
+	var want []int64
+	for i := range 11 {
+		c := &agentrunner.Command{Kind: agentrunner.CommandPause, Operator: "alice", CreatedAt: t0.Add(time.Duration(i) * time.Second)}
+		if err := s.AddCommand(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		want = append([]int64{c.ID}, want...)
+	}
+	var got []int64
+	f := agentrunner.CommandFilter{Limit: 3}
+	for pages := 0; pages < 20; pages++ {
+		page, err := s.Commands(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range page {
+			got = append(got, c.ID)
+		}
+		if len(page) < f.Limit {
+			break
+		}
+		f.BeforeID = page[len(page)-1].ID
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("audit pages (-want +got):\n%s", diff)
 	}
 }

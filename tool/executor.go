@@ -17,7 +17,7 @@ import (
 )
 
 // EventToolCall is the type of the event recorded for every tool call.
-const EventToolCall = "tool.call"
+const EventToolCall = agentrunner.EventToolCall
 
 // DefaultMaxResultBytes bounds a result shown to a model when Options
 // does not: a bigger one would crowd the model's context.
