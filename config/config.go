@@ -5,7 +5,9 @@ package config
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -533,6 +535,14 @@ func Parse(path string, data []byte, lookupEnv func(string) (string, bool)) (*Co
 	cfg := &Config{Path: abs, Dir: filepath.Dir(abs)}
 	if len(root.Content) == 0 {
 		return nil, Problems{{Where: path, Message: "the file is empty"}}
+	}
+	// A second document would be ignored silently, and with it whatever
+	// the user meant by it.
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		return nil, Problems{{Where: fmt.Sprintf("%s:%d", path, extra.Line), Message: "a second YAML document (after ---): the configuration is one document"}}
+	} else if !errors.Is(err, io.EOF) {
+		return nil, Problems{syntaxProblem(path, err)}
 	}
 	d.decode(root.Content[0], reflect.ValueOf(cfg).Elem(), "")
 	d.applyEnv(reflect.ValueOf(cfg).Elem(), EnvPrefix, "", lookupEnv)

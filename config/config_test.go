@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -159,6 +160,10 @@ func TestMalformedYAML(t *testing.T) {
 		if _, err := parse(t, src, nil); err == nil || !strings.HasPrefix(err.Error(), "agentrunner.yaml") {
 			t.Errorf("%q: err = %v, want a located error", src, err)
 		}
+	}
+	two := problems(t, valid+"---\nversion: 2\n", nil)
+	if want := fmt.Sprintf("agentrunner.yaml:%d: a second YAML document (after ---): the configuration is one document", strings.Count(valid, "\n")+1); len(two) != 1 || two[0] != want {
+		t.Errorf("a second document: got %q, want %q", two, want)
 	}
 	if _, err := Load("does/not/exist.yaml"); err == nil || !strings.Contains(err.Error(), "cannot read configuration") {
 		t.Errorf("Load of a missing file: %v", err)
