@@ -191,10 +191,10 @@ func TestConnectionLimit(t *testing.T) {
 	}
 }
 
-// TestEventStreamOutlivesTheReadTimeout: server.read_timeout bounds reading
-// a request, not the life of an event stream, which keeps delivering past
-// it (and past the write timeout, which it renews for each write).
-func TestEventStreamOutlivesTheReadTimeout(t *testing.T) {
+// TestEventStreamOutlivesItsTimeouts: server.write_timeout bounds writing
+// one answer, and server.read_timeout reading a request, not the life of
+// an event stream, which keeps delivering past both.
+func TestEventStreamOutlivesItsTimeouts(t *testing.T) {
 	const timeout = 150 * time.Millisecond
 	f := newAPIFixture(t, func(c *config.Config) {
 		c.Server.ReadTimeout = config.Duration(timeout)
@@ -212,7 +212,7 @@ func TestEventStreamOutlivesTheReadTimeout(t *testing.T) {
 	defer resp.Body.Close()
 	r := bufio.NewReader(resp.Body)
 	start := time.Now()
-	// Events keep coming until the stream has lived five read timeouts.
+	// Events keep coming until the stream has lived five timeouts.
 	for i := 0; time.Since(start) < 5*timeout; i++ {
 		typ := fmt.Sprintf("step.n%d", i)
 		ev := &agentrunner.Event{Timestamp: now, Type: typ, CycleID: f.cycle.ID, Level: agentrunner.LevelInfo}

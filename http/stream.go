@@ -61,10 +61,10 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 			f.AfterID = newest[0].ID
 		}
 	}
-	// The stream outlives server.read_timeout, whose deadline would cancel
-	// it, and sets a write deadline for each write instead of one for all.
+	// The stream outlives server.write_timeout, the deadline of one
+	// answer: it renews the deadline for each write instead. (The read
+	// deadline is lifted by net/http once the request is read.)
 	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Time{})
 	extend := func() { _ = rc.SetWriteDeadline(time.Now().Add(s.writeTimeout())) }
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
