@@ -16,6 +16,10 @@ const (
 	EUNAUTHORIZED = "unauthorized" // the caller did not prove who it is
 	EFORBIDDEN    = "forbidden"    // the caller may not do this
 	EINTERNAL     = "internal"     // a bug or an unexpected failure
+	// EUNSUPPORTED: the request's body is not in a format the endpoint reads.
+	EUNSUPPORTED = "unsupported_media_type"
+	// EMISDIRECTED: the request names a host this server does not answer for.
+	EMISDIRECTED = "misdirected"
 )
 
 // Error is agentrunner's error type: a code for programs and a message for

@@ -442,6 +442,23 @@ type Server struct {
 	Public []string `yaml:"public"`
 	// MaxBodyBytes bounds a request body.
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// ReadHeaderTimeout bounds the wait for a request's headers, from the
+	// connection's start or the end of the last response.
+	ReadHeaderTimeout Duration `yaml:"read_header_timeout"`
+	// ReadTimeout bounds the reading of a whole request, body included.
+	ReadTimeout Duration `yaml:"read_timeout"`
+	// WriteTimeout bounds the writing of one response; the event stream
+	// sets its own deadline for each event instead.
+	WriteTimeout Duration `yaml:"write_timeout"`
+	// IdleTimeout closes a keep-alive connection that waits this long for
+	// its next request.
+	IdleTimeout Duration `yaml:"idle_timeout"`
+	// MaxHeaderBytes bounds a request's header block.
+	MaxHeaderBytes int `yaml:"max_header_bytes"`
+	// MaxConnections caps the open connections; the cap in force is also
+	// at most half the process's file descriptor limit, so that the engine
+	// keeps descriptors for its own work.
+	MaxConnections int `yaml:"max_connections"`
 }
 
 // Auth holds the API's credentials (FR-099, FR-166).

@@ -149,7 +149,7 @@ func TestDecodeErrorsNameFileLineAndKey(t *testing.T) {
 
 func TestUnknownKeyListsKnownKeys(t *testing.T) {
 	got := problems(t, valid+"server: {port: 8080}\n", nil)
-	want := `agentrunner.yaml:35:10: server: unknown key "port" (known keys: auth, listen, max_body_bytes, public)`
+	want := `agentrunner.yaml:35:10: server: unknown key "port" (known keys: auth, idle_timeout, listen, max_body_bytes, max_connections, max_header_bytes, public, read_header_timeout, read_timeout, write_timeout)`
 	if len(got) != 1 || got[0] != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
@@ -328,5 +328,49 @@ budgets: {cycle_tokens: 200000}
 		if !found {
 			t.Errorf("missing problem %q in:\n%s", want, strings.Join(got2, "\n"))
 		}
+	}
+}
+
+// TestServerConnectionSettings: the API server's timeouts and limits have
+// their documented defaults, can be set in the file or the environment,
+// and bad values are reported with their place.
+func TestServerConnectionSettings(t *testing.T) {
+	type settings struct {
+		ReadHeader, Read, Write, Idle time.Duration
+		HeaderBytes, Connections      int
+	}
+	of := func(c *Config) settings {
+		s := c.Server
+		return settings{s.ReadHeaderTimeout.D(), s.ReadTimeout.D(), s.WriteTimeout.D(), s.IdleTimeout.D(), s.MaxHeaderBytes, s.MaxConnections}
+	}
+	c, err := parse(t, valid, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := settings{10 * time.Second, 30 * time.Second, 30 * time.Second, 30 * time.Second, 32 << 10, 1024}
+	if diff := cmp.Diff(want, of(c)); diff != "" {
+		t.Errorf("defaults (-want +got):\n%s", diff)
+	}
+	src := valid + "server: {read_header_timeout: 2s, read_timeout: 5s, write_timeout: 7s, idle_timeout: 1m, max_header_bytes: 8192}\n"
+	c, err = parse(t, src, map[string]string{"AGENTRUNNER_SERVER_MAX_CONNECTIONS": "64"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = settings{2 * time.Second, 5 * time.Second, 7 * time.Second, time.Minute, 8192, 64}
+	if diff := cmp.Diff(want, of(c)); diff != "" {
+		t.Errorf("set (-want +got):\n%s", diff)
+	}
+
+	bad := valid + "server:\n  read_header_timeout: 1m\n  read_timeout: 30s\n  write_timeout: 0s\n  idle_timeout: 0s\n  max_header_bytes: 100\n  max_connections: 2\n"
+	got := problems(t, bad, nil)
+	wantProblems := []string{
+		`agentrunner.yaml:38:3: server.write_timeout: must be positive, got 0s`,
+		`agentrunner.yaml:39:3: server.idle_timeout: must be positive, got 0s`,
+		`agentrunner.yaml:36:3: server.read_header_timeout: 1m0s is longer than server.read_timeout 30s, which bounds the headers too`,
+		`agentrunner.yaml:40:3: server.max_header_bytes: must be from 4096 to 1048576, got 100`,
+		`agentrunner.yaml:41:3: server.max_connections: must be at least 8, got 2`,
+	}
+	if diff := cmp.Diff(wantProblems, got); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
 	}
 }

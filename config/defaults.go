@@ -53,6 +53,17 @@ const (
 	DefaultMaxArtifactBytes = 8 << 20
 )
 
+// The API server's connection limits: slow or idle clients are cut off
+// long before they matter, and headers stay small (a JWT fits).
+const (
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultReadTimeout       = 30 * time.Second
+	DefaultWriteTimeout      = 30 * time.Second
+	DefaultIdleTimeout       = 30 * time.Second
+	DefaultMaxHeaderBytes    = 32 << 10
+	DefaultMaxConnections    = 1024
+)
+
 // DataTools are the tool kinds whose default timeout is a data query's.
 var DataTools = []string{"current_position", "technical_indicators"}
 
@@ -182,6 +193,12 @@ func (c *Config) WithDefaults() {
 	orDefault(c, "execution_service.heartbeat_interval", &c.ExecutionService.HeartbeatInterval, Duration(DefaultHeartbeat))
 	orDefault(c, "watchdog.stall_grace", &c.Watchdog.StallGrace, Duration(DefaultStallGrace))
 	orDefault(c, "server.max_body_bytes", &c.Server.MaxBodyBytes, DefaultMaxBodyBytes)
+	orDefault(c, "server.read_header_timeout", &c.Server.ReadHeaderTimeout, Duration(DefaultReadHeaderTimeout))
+	orDefault(c, "server.read_timeout", &c.Server.ReadTimeout, Duration(DefaultReadTimeout))
+	orDefault(c, "server.write_timeout", &c.Server.WriteTimeout, Duration(DefaultWriteTimeout))
+	orDefault(c, "server.idle_timeout", &c.Server.IdleTimeout, Duration(DefaultIdleTimeout))
+	orDefault(c, "server.max_header_bytes", &c.Server.MaxHeaderBytes, DefaultMaxHeaderBytes)
+	orDefault(c, "server.max_connections", &c.Server.MaxConnections, DefaultMaxConnections)
 	orDefault(c, "events.retention", &c.Events.Retention, Duration(DefaultEventRetention))
 	orDefault(c, "health.min_free_disk_mib", &c.Health.MinFreeDiskMiB, DefaultMinFreeDiskMiB)
 	orDefault(c, "health.max_engine_lag", &c.Health.MaxEngineLag, Duration(DefaultMaxEngineLag))

@@ -447,6 +447,7 @@ func (v *validator) server() {
 	if s.MaxBodyBytes < 1024 {
 		v.add("server.max_body_bytes", "must be at least 1024, got %d", s.MaxBodyBytes)
 	}
+	v.connections(s)
 	if v.c.Events.Retention < 0 {
 		v.add("events.retention", "must not be negative (0 keeps events forever)")
 	}
@@ -455,6 +456,40 @@ func (v *validator) server() {
 	}
 	if v.c.Health.MaxEngineLag <= 0 {
 		v.add("health.max_engine_lag", "must be positive")
+	}
+}
+
+// Bounds of the server's connection settings: below them no real client
+// gets through, above them the setting protects nothing.
+const (
+	minHeaderBytes = 4 << 10
+	maxHeaderBytes = 1 << 20
+	minConnections = 8
+)
+
+// connections checks the server's timeouts and connection limits.
+func (v *validator) connections(s Server) {
+	for _, t := range []struct {
+		key string
+		d   Duration
+	}{
+		{"server.read_header_timeout", s.ReadHeaderTimeout},
+		{"server.read_timeout", s.ReadTimeout},
+		{"server.write_timeout", s.WriteTimeout},
+		{"server.idle_timeout", s.IdleTimeout},
+	} {
+		if t.d <= 0 {
+			v.add(t.key, "must be positive, got %s", t.d)
+		}
+	}
+	if s.ReadHeaderTimeout > 0 && s.ReadTimeout > 0 && s.ReadHeaderTimeout > s.ReadTimeout {
+		v.add("server.read_header_timeout", "%s is longer than server.read_timeout %s, which bounds the headers too", s.ReadHeaderTimeout, s.ReadTimeout)
+	}
+	if s.MaxHeaderBytes < minHeaderBytes || s.MaxHeaderBytes > maxHeaderBytes {
+		v.add("server.max_header_bytes", "must be from %d to %d, got %d", minHeaderBytes, maxHeaderBytes, s.MaxHeaderBytes)
+	}
+	if s.MaxConnections < minConnections {
+		v.add("server.max_connections", "must be at least %d, got %d", minConnections, s.MaxConnections)
 	}
 }
 

@@ -151,7 +151,7 @@ func (f *apiFixture) do(method, path, key, body string) (int, string) {
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
-	req := httptest.NewRequest(method, path, rd)
+	req := localRequest(method, path, rd)
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
@@ -289,7 +289,7 @@ func TestInternalErrorsDoNotLeak(t *testing.T) {
 	srv := newServer(t, arhttp.Options{Store: failingStore{errors.New(secret)}, Config: apiConfig(t), Clock: clocktest.New(now), Logger: slog.New(slog.DiscardHandler)})
 	for _, path := range []string{"/api/status", "/api/cycles", "/api/cycles/20260314_082653", "/api/errors", "/api/events", "/api/tools", "/api/audit"} {
 		rec := httptest.NewRecorder()
-		srv.Handler().ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		srv.Handler().ServeHTTP(rec, localRequest("GET", path, nil))
 		if rec.Code != 500 || strings.Contains(rec.Body.String(), "malformed") || !strings.Contains(rec.Body.String(), `"internal error"`) {
 			t.Errorf("GET %s: %d %s", path, rec.Code, rec.Body)
 		}

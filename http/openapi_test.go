@@ -418,9 +418,19 @@ func TestOpenAPIOperations(t *testing.T) {
 		if public, ok := op.Op["x-agentrunner-public"]; ok && public != config.PublicHealth && public != config.PublicMetrics {
 			t.Errorf("%s: x-agentrunner-public is %v, want %s or %s", op, public, config.PublicHealth, config.PublicMetrics)
 		}
+		// 403: a role too low, or a state-changing request from another
+		// origin; 415: a body not declared JSON; 421: a foreign Host
+		// without credentials, on every route.
+		post := op.Method == http.MethodPost
 		_, _, has403 := d.response(op, http.StatusForbidden)
-		if want := hasRole && role != config.RoleViewer; has403 != want {
+		if want := (hasRole && role != config.RoleViewer) || post; has403 != want {
 			t.Errorf("%s (role %q): 403 documented = %v, want %v", op, role, has403, want)
+		}
+		if _, _, has415 := d.response(op, http.StatusUnsupportedMediaType); has415 != post {
+			t.Errorf("%s: 415 documented = %v, want %v", op, has415, post)
+		}
+		if _, _, has421 := d.response(op, http.StatusMisdirectedRequest); !has421 {
+			t.Errorf("%s: 421 is not documented", op)
 		}
 
 		errorEnvelope := false
@@ -498,7 +508,7 @@ func TestOpenAPIOperations(t *testing.T) {
 		got = append(got, s)
 	}
 	want := []string{agentrunner.EINVALID, agentrunner.ENOTFOUND, agentrunner.ECONFLICT, agentrunner.EUNAVAILABLE,
-		agentrunner.EUNAUTHORIZED, agentrunner.EFORBIDDEN, agentrunner.EINTERNAL}
+		agentrunner.EUNAUTHORIZED, agentrunner.EFORBIDDEN, agentrunner.EINTERNAL, agentrunner.EUNSUPPORTED, agentrunner.EMISDIRECTED}
 	slices.Sort(got)
 	slices.Sort(want)
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -539,7 +549,7 @@ func TestOpenAPIRolesMatchTheServer(t *testing.T) {
 			srv := newServer(t, arhttp.Options{Store: openStore(t), Config: cfg, Clock: clocktest.New(now),
 				Logger: slog.New(slog.DiscardHandler), Auth: auth, Metrics: fakeMetrics}).WithCallback(apiCallbackSecret, nil)
 			serve := func(op apiOperation, role string) *httptest.ResponseRecorder {
-				req := httptest.NewRequest(op.Method, d.examplePath(t, op), nil)
+				req := localRequest(op.Method, d.examplePath(t, op), nil)
 				if role != "" {
 					req.Header.Set("Authorization", "Bearer "+apiRoleKeys[role])
 				}
@@ -790,7 +800,11 @@ type apiCase struct {
 	method string
 	target string
 	header map[string]string
-	body   string
+	// host replaces the Host 127.0.0.1.
+	host string
+	// contentType replaces application/json; "-" sends none.
+	contentType string
+	body        string
 	// sign signs the body as the Execution Service does.
 	sign bool
 	want int
@@ -906,13 +920,41 @@ func TestOpenAPIResponsesMatchTheSchemas(t *testing.T) {
 			body: `{"strategy_id": "strat-000042", "status": "completed"}`, want: 401},
 		{name: "callback with an unknown status", method: "POST", target: "/api/execution/callback", sign: true,
 			body: `{"strategy_id": "strat-000042", "status": "done"}`, want: 400, breaksSchema: true},
+
+		{name: "a foreign Host", method: "GET", target: "/api/status", host: "attacker.example", want: 421},
+		{name: "a foreign Host for the callback", method: "POST", target: "/api/execution/callback", host: "attacker.example:8080", sign: true,
+			body: `{"strategy_id": "strat-000042", "status": "completed"}`, want: 421},
+		{name: "a cross-site inject", method: "POST", target: "/api/override/inject", header: map[string]string{"Origin": "http://attacker.example"},
+			body: `{"agent": "researcher", "message": "sell everything"}`, want: 403},
+		{name: "a cross-site mailbox message", method: "POST", target: "/api/mailboxes/researcher", header: map[string]string{"Sec-Fetch-Site": "cross-site"},
+			body: `{"message": "sell everything"}`, want: 403},
+		{name: "a cross-site reload", method: "POST", target: "/api/admin/reload", header: map[string]string{"Referer": "http://attacker.example/page"}, want: 403},
+		{name: "a cross-site callback", method: "POST", target: "/api/execution/callback", header: map[string]string{"Origin": "null"}, sign: true,
+			body: `{"strategy_id": "strat-000042", "status": "completed"}`, want: 403},
+		{name: "inject as text/plain", method: "POST", target: "/api/override/inject", contentType: "text/plain",
+			body: `{"agent": "researcher", "message": "sell everything"}`, want: 415},
+		{name: "mailbox message as a form", method: "POST", target: "/api/mailboxes/researcher", contentType: "application/x-www-form-urlencoded",
+			body: `{"message": "hi"}`, want: 415},
+		{name: "reload without Content-Type", method: "POST", target: "/api/admin/reload", contentType: "-", body: `{}`, want: 415},
+		{name: "callback as text/plain", method: "POST", target: "/api/execution/callback", contentType: "text/plain", sign: true,
+			body: `{"strategy_id": "strat-000042", "status": "completed"}`, want: 415},
 	}
 	succeeded := map[string]bool{}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			req := httptest.NewRequest(tc.method, tc.target, strings.NewReader(tc.body))
+			req := localRequest(tc.method, tc.target, strings.NewReader(tc.body))
 			for k, v := range tc.header {
 				req.Header.Set(k, v)
+			}
+			if tc.host != "" {
+				req.Host = tc.host
+			}
+			switch tc.contentType {
+			case "":
+			case "-":
+				req.Header.Del("Content-Type")
+			default:
+				req.Header.Set("Content-Type", tc.contentType)
 			}
 			if tc.sign {
 				req.Header.Set(webhook.SignatureHeader, webhook.Sign(apiCallbackSecret, []byte(tc.body), now))
@@ -1041,7 +1083,7 @@ func TestOpenAPIServedDocumentIsTheFile(t *testing.T) {
 	d := loadAPIDoc(t)
 	srv := newServer(t, arhttp.Options{Store: openStore(t), Config: testConfig(), Clock: clocktest.New(now), Logger: slog.New(slog.DiscardHandler)})
 	rec := httptest.NewRecorder()
-	srv.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/openapi.json", nil))
+	srv.Handler().ServeHTTP(rec, localRequest(http.MethodGet, "/api/openapi.json", nil))
 	if rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != "application/json" {
 		t.Errorf("GET /api/openapi.json: %d %s, want 200 application/json", rec.Code, rec.Header().Get("Content-Type"))
 	}

@@ -5,6 +5,7 @@ package http
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -34,6 +35,8 @@ var statusOf = map[string]int{
 	agentrunner.EUNAUTHORIZED: http.StatusUnauthorized,
 	agentrunner.EFORBIDDEN:    http.StatusForbidden,
 	agentrunner.EINTERNAL:     http.StatusInternalServerError,
+	agentrunner.EUNSUPPORTED:  http.StatusUnsupportedMediaType,
+	agentrunner.EMISDIRECTED:  http.StatusMisdirectedRequest,
 }
 
 // Server serves the API of one workspace. It reads the store and writes
@@ -48,6 +51,10 @@ type Server struct {
 	auth   *Authenticator
 	mux    *http.ServeMux
 	server *http.Server
+	// handler is mux behind the guard.
+	handler http.Handler
+	// conns tracks and limits the connections Serve accepts.
+	conns *conns
 	// stop ends the event streams when the server shuts down.
 	stop     chan struct{}
 	stopOnce sync.Once
@@ -109,18 +116,39 @@ func New(opts Options) (*Server, error) {
 		}
 	}
 	s := &Server{opts: opts, store: opts.Store, cfg: opts.Config, clock: opts.Clock, log: opts.Logger, auth: opts.Auth,
-		mux: http.NewServeMux(), stop: make(chan struct{})}
+		mux: http.NewServeMux(), stop: make(chan struct{}), conns: newConns()}
 	for _, rt := range s.routes() {
 		h := http.Handler(rt.handler)
 		if !rt.public {
-			h = s.auth.Require(rt.role, h, s.writeError)
+			h = s.auth.Require(rt.role, s.authenticated(h), s.writeError)
 		}
 		s.mux.Handle(rt.pattern, h)
 	}
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, agentrunner.Errorf(agentrunner.ENOTFOUND, "no route %s %s", r.Method, r.URL.Path))
 	})
+	s.handler = s.conns.inHandler(s.guard(s.writeDeadline(s.mux)))
 	return s, nil
+}
+
+// authenticated marks the connection of a request that passed
+// authentication, which lifts it out of the unauthenticated share.
+func (s *Server) authenticated(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.conns.authenticated(r)
+		h.ServeHTTP(w, r)
+	})
+}
+
+// writeDeadline bounds the writing of each answer by server.write_timeout,
+// per request rather than for the server, so that the event stream can
+// set its own deadline for each event.
+func (s *Server) writeDeadline(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Not every ResponseWriter has a deadline (a test's recorder).
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.writeTimeout()))
+		h.ServeHTTP(w, r)
+	})
 }
 
 // Routes lists the patterns ("GET /api/status") of every endpoint this
@@ -176,8 +204,12 @@ func (s *Server) routes() []route {
 	return rs
 }
 
-// Handler returns the server's routes.
-func (s *Server) Handler() http.Handler { return s.mux }
+// Handler returns the server's routes behind its guard: the Host, Origin
+// and Content-Type checks apply to every route.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// ConnStats returns the connection counters of Serve, for metrics.
+func (s *Server) ConnStats() ConnStats { return s.conns.stats() }
 
 // maxCallbackBytes bounds a callback's body.
 const maxCallbackBytes = 64 << 10
@@ -201,6 +233,7 @@ func (s *Server) WithCallback(secret []byte, wake func()) *Server {
 			s.writeError(w, r, agentrunner.Errorf(agentrunner.EUNAUTHORIZED, "the callback's signature does not verify"))
 			return
 		}
+		s.conns.authenticated(r)
 		var cb struct {
 			StrategyID string `json:"strategy_id"`
 			Status     string `json:"status"`
@@ -235,9 +268,23 @@ func (s *Server) WithCallback(secret []byte, wake func()) *Server {
 }
 
 // Serve accepts connections on ln until ctx ends, then shuts down
-// gracefully.
+// gracefully. It applies the server's timeouts and caps the open
+// connections (see conns).
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	s.server = &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+	set := s.cfg.Server
+	limit := ConnectionLimit(set.MaxConnections)
+	s.server = &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: orDefault(set.ReadHeaderTimeout, config.DefaultReadHeaderTimeout),
+		ReadTimeout:       orDefault(set.ReadTimeout, config.DefaultReadTimeout),
+		IdleTimeout:       orDefault(set.IdleTimeout, config.DefaultIdleTimeout),
+		MaxHeaderBytes:    cmp.Or(set.MaxHeaderBytes, config.DefaultMaxHeaderBytes),
+		ConnState:         s.conns.connState,
+		ConnContext:       connContext,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	s.log.Info("API connections", "max_connections", limit, "unauthenticated", max(1, limit/unauthenticatedShare))
+	ln = s.conns.listen(ln, limit)
 	errc := make(chan error, 1)
 	go func() { errc <- s.server.Serve(ln) }()
 	select {
@@ -255,6 +302,20 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 }
 
+// orDefault is d, or def when d is not set (a configuration built without
+// WithDefaults, in tests).
+func orDefault(d config.Duration, def time.Duration) time.Duration {
+	if d > 0 {
+		return d.D()
+	}
+	return def
+}
+
+// writeTimeout bounds the writing of one answer.
+func (s *Server) writeTimeout() time.Duration {
+	return orDefault(s.cfg.Server.WriteTimeout, config.DefaultWriteTimeout)
+}
+
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	// Encoded before the status is sent, so a value that cannot be encoded
 	// is a 500, not a 200 with a cut-off body.
@@ -268,6 +329,17 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Write(append(data, '\n'))
 }
 
+// closesConnection reports whether an answer with this code closes the
+// connection: the caller is not who it must be, or is not a client of
+// this API (a foreign Host, Origin or body).
+func closesConnection(code string) bool {
+	switch code {
+	case agentrunner.EUNAUTHORIZED, agentrunner.EFORBIDDEN, agentrunner.EMISDIRECTED, agentrunner.EUNSUPPORTED:
+		return true
+	}
+	return false
+}
+
 // writeError answers with the error's code and message. Internal errors are
 // logged and answered with a generic message, so nothing internal leaks.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
@@ -278,6 +350,12 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	if code == agentrunner.EINTERNAL {
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err)
+	}
+	if closesConnection(code) {
+		// A refused client does not keep its connection: it would
+		// otherwise hold a descriptor for nothing.
+		w.Header().Set("Connection", "close")
+		s.conns.refused(code)
 	}
 	writeJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": agentrunner.ErrorMessage(err)}})
 }

@@ -60,12 +60,23 @@ func openStore(t testing.TB) *sqlite.Store {
 	return store
 }
 
+// localRequest is httptest.NewRequest as the CLI sends it to a server on
+// loopback: addressed to 127.0.0.1, with a body declared JSON.
+func localRequest(method, target string, body io.Reader) *http.Request {
+	req := httptest.NewRequest(method, target, body)
+	req.Host = "127.0.0.1"
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return req
+}
+
 // get serves one GET through the server's handler and returns the status,
 // the Content-Type and the body decoded as JSON.
 func get(t *testing.T, h http.Handler, path string) (int, string, any) {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	h.ServeHTTP(rec, localRequest(http.MethodGet, path, nil))
 	var body any
 	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
 		t.Fatalf("GET %s: body is not JSON: %v\n%s", path, err, rec.Body)
@@ -274,7 +285,7 @@ func TestStoreFailures(t *testing.T) {
 			log := slog.New(slog.NewTextHandler(&logs, nil))
 			srv := newServer(t, arhttp.Options{Store: failingStore{tt.err}, Config: testConfig(), Clock: clocktest.New(now), Logger: log})
 			rec := httptest.NewRecorder()
-			srv.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/status", nil))
+			srv.Handler().ServeHTTP(rec, localRequest(http.MethodGet, "/api/status", nil))
 			if rec.Code != tt.code {
 				t.Errorf("status %d, want %d", rec.Code, tt.code)
 			}
@@ -415,7 +426,7 @@ func TestExecutionCallback(t *testing.T) {
 			store := openStore(t)
 			woken := 0
 			srv := newServer(t, arhttp.Options{Store: store, Config: testConfig(), Clock: clocktest.New(now), Logger: slog.New(slog.DiscardHandler)}).WithCallback(secret, func() { woken++ })
-			req := httptest.NewRequest(http.MethodPost, "/api/execution/callback", strings.NewReader(tt.body))
+			req := localRequest(http.MethodPost, "/api/execution/callback", strings.NewReader(tt.body))
 			if tt.sign != nil {
 				req.Header.Set(webhook.SignatureHeader, tt.sign([]byte(tt.body)))
 			}

@@ -61,6 +61,11 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 			f.AfterID = newest[0].ID
 		}
 	}
+	// The stream outlives server.write_timeout, the deadline of one
+	// answer: it renews the deadline for each write instead. (The read
+	// deadline is lifted by net/http once the request is read.)
+	rc := http.NewResponseController(w)
+	extend := func() { _ = rc.SetWriteDeadline(time.Now().Add(s.writeTimeout())) }
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no")
@@ -79,6 +84,7 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 			}
 			return
 		}
+		extend()
 		for _, e := range evs {
 			data, err := json.Marshal(viewOf(e))
 			if err != nil {

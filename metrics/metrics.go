@@ -78,6 +78,8 @@ type Metrics struct {
 	reg     *prometheus.Registry
 	handler http.Handler
 	labels  *limiter
+	// own registers agentrunner's collectors, with the pipeline label.
+	own prometheus.Registerer
 
 	cycles        *prometheus.CounterVec
 	cycleDuration *prometheus.HistogramVec
@@ -143,6 +145,7 @@ func New(opts Options) *Metrics {
 		// A label value must be UTF-8, or registration fails.
 		own = prometheus.WrapRegistererWith(prometheus.Labels{"pipeline": strings.ToValidUTF8(opts.Pipeline, "\uFFFD")}, m.reg)
 	}
+	m.own = own
 	own.MustRegister(m.cycles, m.cycleDuration, m.stepOutcomes, m.stepDuration, m.tokens,
 		m.retries, m.toolCalls, m.toolDuration, m.escalations, m.resources)
 	if opts.Tools != nil || opts.OutboxBacklog != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/agentrunner/agentrunner"
 	arhttp "github.com/agentrunner/agentrunner/http"
 	"github.com/agentrunner/agentrunner/mailbox"
+	"github.com/agentrunner/agentrunner/metrics"
 	"github.com/agentrunner/agentrunner/workspace"
 	"github.com/spf13/cobra"
 )
@@ -136,6 +137,7 @@ Logs are JSON lines on stderr.`,
 			if callbackSecret != nil {
 				srv.WithCallback(callbackSecret, r.engine.Wake)
 			}
+			r.metrics.WatchConnections(func() metrics.Connections { return metrics.Connections(srv.ConnStats()) })
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
 				return failureError(fmt.Errorf("listen on %s: %w", listen, err))
