@@ -168,20 +168,21 @@ func TestLoadReportsEveryProblemWithItsLine(t *testing.T) {
 	}
 	got := slices.Clone(problems) // messages are blanked below; err keeps them for the report
 	at := func(line, col int) string { return fmt.Sprintf("%s:%d:%d", path, line, col) }
-	// The pipeline section moves as the example grows: find its line.
+	// The example grows: each problem's line is found, not pinned.
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	nowhere := 1 + strings.Count(string(data[:strings.Index(string(data), "Handoff to Nowhere")]), "\n")
+	nowhere := lineOf(t, data, "Handoff to Nowhere")
+	research := lineOf(t, data, "identity: agent_prompts/research_agent.md")
 	want := config.Problems{
-		{Where: at(46, 5), Key: "agents.research.identity", Message: "file agent_prompts/research_agent.md does not exist"},
-		{Where: at(88, 35), Key: "agents.evaluation.output.template", Message: "file output_templates/evaluation.md does not exist"},
-		{Where: at(38, 36), Key: "agents.plan.tools[2]", Message: `tool "bird" has no "## bird" section in tools.md`},
-		{Where: at(48, 36), Key: "agents.research.tools[2]", Message: `tool "bird" has no "## bird" section in tools.md`},
+		{Where: at(research, 5), Key: "agents.research.identity", Message: "file agent_prompts/research_agent.md does not exist"},
+		{Where: at(lineOf(t, data, "output: {file: evaluation.md"), 35), Key: "agents.evaluation.output.template", Message: "file output_templates/evaluation.md does not exist"},
+		{Where: at(lineOf(t, data, "identity: agent_prompts/plan_agent.md")+2, 36), Key: "agents.plan.tools[2]", Message: `tool "bird" has no "## bird" section in tools.md`},
+		{Where: at(research+2, 36), Key: "agents.research.tools[2]", Message: `tool "bird" has no "## bird" section in tools.md`},
 		{Where: at(nowhere, 44), Key: "pipeline.steps.analyze.deliver[0].section", Message: `output_templates/analysis.md has no section "Handoff to Nowhere"`},
-		{Where: at(73, 7), Key: "agents.synthesis.output.template"},
-		{Where: at(76, 3), Key: "agents.cycles", Message: `"cycles" is reserved for a folder of the artifacts dir; choose another agent name`},
+		{Where: at(lineOf(t, data, "template: output_templates/strategy.json"), 7), Key: "agents.synthesis.output.template"},
+		{Where: at(lineOf(t, data, "\n  cycles:\n")+1, 3), Key: "agents.cycles", Message: `"cycles" is reserved for a folder of the artifacts dir; choose another agent name`},
 	}
 	// The schema problem quotes the artifact package's wording, so it is
 	// checked for what it must say rather than pinned whole.
@@ -253,8 +254,23 @@ func TestLoadEmptyIdentityIsAProblem(t *testing.T) {
 	if !errors.As(err, &got) {
 		t.Fatalf("Load returned %v, want config.Problems", err)
 	}
-	want := config.Problems{{Where: path + ":36:5", Key: "agents.plan.identity", Message: "file agent_prompts/plan_agent.md is empty"}}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := lineOf(t, data, "identity: agent_prompts/plan_agent.md")
+	want := config.Problems{{Where: fmt.Sprintf("%s:%d:5", path, line), Key: "agents.plan.identity", Message: "file agent_prompts/plan_agent.md is empty"}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("problems (-want +got):\n%s", diff)
 	}
+}
+
+// lineOf returns the line, counted from 1, where needle first starts in data.
+func lineOf(t *testing.T, data []byte, needle string) int {
+	t.Helper()
+	i := strings.Index(string(data), needle)
+	if i < 0 {
+		t.Fatalf("the example has no %q", needle)
+	}
+	return 1 + strings.Count(string(data[:i]), "\n")
 }
