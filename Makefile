@@ -1,5 +1,6 @@
 # make test: everything CI runs. It installs what the tests need when it is
-# missing (a C compiler for the race detector) and then vets, checks the
+# missing (a C compiler for the race detector) and then vets (for Linux,
+# macOS and Windows), builds for all three without cgo, checks the
 # formatting, runs every test with the race detector in random order, and
 # runs each fuzz target briefly.
 
@@ -12,9 +13,9 @@ FUZZTIME ?= 20000x
 # keeps their share of make test near the others'.
 FUZZTIME_API ?= 4000x
 
-.PHONY: test deps vet fmt-check unit fuzz bench build
+.PHONY: test deps vet cross fmt-check unit fuzz bench build
 
-test: deps vet fmt-check unit fuzz
+test: deps vet cross fmt-check unit fuzz
 
 # The race detector needs cgo and a C compiler.
 deps:
@@ -28,6 +29,13 @@ deps:
 
 vet:
 	$(GO) vet ./...
+
+# The one binary must build without cgo for Linux, macOS and Windows, and
+# vet must pass for each: unix-only code lives in build-tagged files.
+cross:
+	GOOS=windows $(GO) vet ./...
+	GOOS=darwin $(GO) vet ./...
+	for os in linux darwin windows; do CGO_ENABLED=0 GOOS=$$os $(GO) build ./... || exit 1; done
 
 fmt-check:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 )
 
@@ -85,11 +84,10 @@ func writable(dir string) error {
 // freeSpace checks that dir's file system has at least minMiB free for
 // unprivileged users.
 func freeSpace(dir string, minMiB int64) error {
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(dir, &st); err != nil {
+	free, err := availableMiB(dir)
+	if err != nil {
 		return fmt.Errorf("cannot read the free space of the artifacts dir")
 	}
-	free := int64(st.Bavail) * int64(st.Bsize) >> 20
 	if free < minMiB {
 		return fmt.Errorf("%d MiB free, below health.min_free_disk_mib %d", free, minMiB)
 	}

@@ -17,7 +17,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -168,11 +167,11 @@ func statID(path string) (fileID, error) {
 	if err != nil {
 		return fileID{}, err
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
+	ino, ok := inode(fi)
 	if !ok {
 		return fileID{}, fmt.Errorf("stat %s: no inode number", path)
 	}
-	return fileID{ino: int64(st.Ino), size: fi.Size(), mtime: fi.ModTime().UnixNano()}, nil
+	return fileID{ino: ino, size: fi.Size(), mtime: fi.ModTime().UnixNano()}, nil
 }
 
 // New returns the mailboxes in dir, keeping at most max messages each;

@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/internal/cputime"
 )
 
 // BenchmarkApplyStep commits what the engine commits after each step of a
@@ -34,8 +34,7 @@ func BenchmarkApplyStep(b *testing.B) {
 	ev := func(c *agentrunner.Cycle, st, typ string, now time.Time, details map[string]any) *agentrunner.Event {
 		return &agentrunner.Event{Timestamp: now, Type: typ, Step: st, Agent: "a", CycleID: c.ID, Level: agentrunner.LevelInfo, Details: details}
 	}
-	var ru0, ru1 syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+	user0, sys0, cpuOK := cputime.Self()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		now := t0.Add(time.Duration(i) * time.Second)
@@ -80,7 +79,7 @@ func BenchmarkApplyStep(b *testing.B) {
 		c = &next
 	}
 	b.StopTimer()
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
-	cpu := ru1.Utime.Nano() - ru0.Utime.Nano() + ru1.Stime.Nano() - ru0.Stime.Nano()
-	b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/step")
+	if user1, sys1, _ := cputime.Self(); cpuOK {
+		b.ReportMetric(float64(user1-user0+sys1-sys0)/float64(b.N), "cpu-ns/step")
+	}
 }

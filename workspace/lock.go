@@ -6,8 +6,10 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 )
+
+// errLocked is tryLock's answer when another process holds the lock.
+var errLocked = errors.New("workspace lock held by another process")
 
 // Lock is the exclusive hold of one runner on a workspace: two runners on
 // the same artifacts would both resume the same cycle.
@@ -25,10 +27,10 @@ func (l Layout) Acquire() (*Lock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open workspace lock: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := tryLock(f); err != nil {
 		holder, _ := os.ReadFile(l.Lock())
 		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
+		if errors.Is(err, errLocked) {
 			pid := strings.TrimSpace(string(holder))
 			if _, perr := strconv.Atoi(pid); perr != nil {
 				pid = "unknown"
