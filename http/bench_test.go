@@ -1,5 +1,3 @@
-//go:build unix
-
 package http_test
 
 import (
@@ -12,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +17,7 @@ import (
 	"github.com/agentrunner/agentrunner/config"
 	arhttp "github.com/agentrunner/agentrunner/http"
 	"github.com/agentrunner/agentrunner/internal/clocktest"
+	"github.com/agentrunner/agentrunner/internal/cputime"
 	"github.com/agentrunner/agentrunner/internal/historytest"
 	"github.com/agentrunner/agentrunner/mailbox"
 	"github.com/agentrunner/agentrunner/sqlite"
@@ -234,12 +232,11 @@ func BenchmarkReadHistory(b *testing.B) {
 // serve answers GET path b.N times and fails on any answer but 200.
 func (h *benchHistory) serve(b *testing.B, path string) {
 	handler := h.srv.Handler()
-	var ru0, ru1 syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+	user0, sys0, cpuOK := cputime.Self()
 	defer func() {
-		syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
-		cpu := ru1.Utime.Nano() - ru0.Utime.Nano() + ru1.Stime.Nano() - ru0.Stime.Nano()
-		b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
+		if user1, sys1, _ := cputime.Self(); cpuOK {
+			b.ReportMetric(float64(user1-user0+sys1-sys0)/float64(b.N), "cpu-ns/op")
+		}
 	}()
 	for b.Loop() {
 		req := httptest.NewRequest(http.MethodGet, path, nil)
