@@ -12,12 +12,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/agentrunner/agentrunner/examples/crypton"
 	"github.com/agentrunner/agentrunner/execsvc"
+	"github.com/agentrunner/agentrunner/internal/syncbuf"
 )
 
 // viewerKey is the API key of the flood test's legitimate client.
@@ -26,27 +26,9 @@ const viewerKey = "e2e-viewer-key-0123456789abcdef"
 // served is a running `agentrunner serve` on the example workspace.
 type served struct {
 	base string // http://127.0.0.1:port
-	log  *syncBuffer
+	log  *syncbuf.Buffer
 	cmd  *exec.Cmd
 	key  string
-}
-
-// syncBuffer is a bytes.Buffer the child's stderr and the test share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // startServe writes the example workspace (mock agents) with a cycle
@@ -93,7 +75,7 @@ func startServe(t *testing.T, server string, key string, wrap ...string) *served
 		"AGENTRUNNER_SCHEDULE_MIN_CYCLE=1s",
 		"E2E_VIEWER_KEY="+viewerKey,
 	)
-	s := &served{base: "http://" + addr, log: &syncBuffer{}, cmd: cmd, key: key}
+	s := &served{base: "http://" + addr, log: &syncbuf.Buffer{}, cmd: cmd, key: key}
 	cmd.Stderr = s.log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -1,14 +1,12 @@
 package mcp
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,6 +15,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentrunner/agentrunner/internal/childenv"
+	"github.com/agentrunner/agentrunner/internal/syncbuf"
 	"github.com/agentrunner/agentrunner/tool"
 )
 
@@ -69,24 +68,6 @@ func call(t *testing.T, h tool.Handler, args string) (string, error) {
 	return h.Call(ctx, json.RawMessage(args))
 }
 
-// syncBuffer is a bytes.Buffer safe for the stderr copier and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestStdioServerGetsOnlyTheAllowedEnvironment starts a real server process
 // while the runner's environment holds secrets: the server sees the base
 // variables and what its configuration passes and sets, nothing else.
@@ -133,7 +114,7 @@ func TestStdioServerGetsOnlyTheAllowedEnvironment(t *testing.T) {
 }
 
 func TestConnectStdioImportsTools(t *testing.T) {
-	stderr := &syncBuffer{}
+	stderr := &syncbuf.Buffer{}
 	cfg := stdioConfig(map[string]string{greetingEnv: "hello from env"})
 	cfg.Stderr = stderr
 	cfg.Timeout = 45 * time.Second
@@ -494,7 +475,7 @@ func TestRender(t *testing.T) {
 }
 
 func TestTailKeepsTheEnd(t *testing.T) {
-	var out syncBuffer
+	var out syncbuf.Buffer
 	tl := &tail{max: 8, out: &out}
 	for _, s := range []string{"0123", "4567", "89ab"} {
 		if n, err := tl.Write([]byte(s)); n != len(s) || err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentrunner/agentrunner"
 	"github.com/agentrunner/agentrunner/internal/dbtest"
+	"github.com/agentrunner/agentrunner/internal/syncbuf"
 	"github.com/agentrunner/agentrunner/workspace"
 	"github.com/google/go-cmp/cmp"
 )
@@ -173,7 +174,7 @@ func TestServeTakesScheduledBackups(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var stdout, stderr cliSyncBuffer
+	var stdout, stderr syncbuf.Buffer
 	done := make(chan int, 1)
 	go func() { done <- run(ctx, []string{"serve", "-c", cliConfigPath(dir)}, &stdout, &stderr) }()
 

@@ -13,13 +13,13 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/agentrunner/agentrunner"
 	"github.com/agentrunner/agentrunner/engine"
 	"github.com/agentrunner/agentrunner/execsvc"
+	"github.com/agentrunner/agentrunner/internal/syncbuf"
 	"github.com/agentrunner/agentrunner/workspace"
 	"github.com/google/go-cmp/cmp"
 )
@@ -277,24 +277,6 @@ func TestServeRefusesANonLoopbackAddress(t *testing.T) {
 	}
 }
 
-// cliSyncBuffer is a bytes.Buffer safe for the server's goroutines.
-type cliSyncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *cliSyncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *cliSyncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // cliGet fetches url and returns the status and body; err when nothing
 // answered.
 func cliGet(ctx context.Context, url string) (int, []byte, error) {
@@ -321,7 +303,7 @@ func TestServeAnswersTheAPIAndStopsCleanly(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var stdout, stderr cliSyncBuffer
+	var stdout, stderr syncbuf.Buffer
 	done := make(chan int, 1)
 	go func() { done <- run(ctx, []string{"serve", "-c", cliConfigPath(dir)}, &stdout, &stderr) }()
 

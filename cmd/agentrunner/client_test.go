@@ -16,6 +16,7 @@ import (
 	"github.com/agentrunner/agentrunner/config"
 	arhttp "github.com/agentrunner/agentrunner/http"
 	"github.com/agentrunner/agentrunner/internal/clocktest"
+	"github.com/agentrunner/agentrunner/internal/syncbuf"
 	"github.com/agentrunner/agentrunner/sqlite"
 	"github.com/google/go-cmp/cmp"
 )
@@ -548,7 +549,7 @@ func TestEventsFollow(t *testing.T) {
 			if asJSON {
 				args = append(args, "--json")
 			}
-			var stdout, stderr cliSyncBuffer
+			var stdout, stderr syncbuf.Buffer
 			done := make(chan int, 1)
 			go func() { done <- run(ctx, args, &stdout, &stderr) }()
 			for _, typ := range []string{"step.one", "step.two"} {
