@@ -178,6 +178,11 @@ const (
 	// EventResourceExhausted: the runner ran out of a resource (details:
 	// resource, operation, error, wait) and tries again after the wait.
 	EventResourceExhausted = "resource.exhausted"
+	// EventBackupCompleted and EventBackupFailed: a scheduled backup of the
+	// state database was taken (details: file, bytes, duration_ms) or not
+	// (details: file, error).
+	EventBackupCompleted = "backup.completed"
+	EventBackupFailed    = "backup.failed"
 )
 
 // OutboxMessage is a side effect outside the process (a REST call) that is

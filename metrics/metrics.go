@@ -91,6 +91,10 @@ type Metrics struct {
 	toolDuration  *prometheus.HistogramVec
 	escalations   *prometheus.CounterVec
 	resources     *prometheus.CounterVec
+	backups       *prometheus.CounterVec
+	// lastBackup has no labels; a vector so that it is absent until the
+	// first backup, rather than a misleading 0.
+	lastBackup *prometheus.GaugeVec
 }
 
 // New returns the metrics, registered. Each Metrics has its own registry:
@@ -140,6 +144,14 @@ func New(opts Options) *Metrics {
 		Name: "agentrunner_resource_exhausted_total",
 		Help: "Operations of the runner that failed because it ran out of a resource (file descriptors, disk space, memory, processes), and were tried again.",
 	}, []string{"resource"})
+	m.backups = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "agentrunner_backups_total",
+		Help: "Scheduled backups of the state database, by outcome (completed, failed).",
+	}, []string{"outcome"})
+	m.lastBackup = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "agentrunner_last_backup_timestamp_seconds",
+		Help: "When the last scheduled backup of the state database that succeeded was taken (Unix time); absent before the first. Alert on its age.",
+	}, nil)
 	var own prometheus.Registerer = m.reg
 	if opts.Pipeline != "" {
 		// A label value must be UTF-8, or registration fails.
@@ -147,7 +159,7 @@ func New(opts Options) *Metrics {
 	}
 	m.own = own
 	own.MustRegister(m.cycles, m.cycleDuration, m.stepOutcomes, m.stepDuration, m.tokens,
-		m.retries, m.toolCalls, m.toolDuration, m.escalations, m.resources)
+		m.retries, m.toolCalls, m.toolDuration, m.escalations, m.resources, m.backups, m.lastBackup)
 	if opts.Tools != nil || opts.OutboxBacklog != nil {
 		own.MustRegister(newStateCollector(opts))
 	}
@@ -207,6 +219,11 @@ func (m *Metrics) Observe(ev *agentrunner.Event) {
 		// is an identifier (disk_space).
 		r, _ := d["resource"].(string)
 		m.resources.WithLabelValues(m.labels.value("resource", strings.ReplaceAll(r, " ", "_"), names)).Inc()
+	case agentrunner.EventBackupCompleted:
+		m.backups.WithLabelValues("completed").Inc()
+		m.lastBackup.WithLabelValues().Set(float64(ev.Timestamp.UnixNano()) / 1e9)
+	case agentrunner.EventBackupFailed:
+		m.backups.WithLabelValues("failed").Inc()
 	}
 }
 

@@ -656,3 +656,27 @@ func TestObserveResourceExhausted(t *testing.T) {
 		t.Errorf("agentrunner_resource_exhausted_total (-want +got):\n%s", diff)
 	}
 }
+
+func TestObserveBackups(t *testing.T) {
+	m := New(Options{})
+	at := time.Date(2026, 11, 24, 3, 0, 0, 0, time.UTC)
+	m.Observe(&agentrunner.Event{Type: agentrunner.EventBackupFailed, Timestamp: at.Add(-time.Hour), Level: agentrunner.LevelError})
+	m.Observe(&agentrunner.Event{Type: agentrunner.EventBackupCompleted, Timestamp: at, Level: agentrunner.LevelInfo})
+	m.Observe(&agentrunner.Event{Type: agentrunner.EventBackupFailed, Timestamp: at.Add(time.Hour), Level: agentrunner.LevelError})
+	got := map[string]float64{}
+	for k, v := range snapshot(t, m.Registry()) {
+		if strings.Contains(k, "backup") {
+			got[k] = v
+		}
+	}
+	want := map[string]float64{
+		`agentrunner_backups_total{outcome="completed"}`: 1,
+		`agentrunner_backups_total{outcome="failed"}`:    2,
+		// A failure after a success leaves the success's time: its age is
+		// what an alert watches.
+		`agentrunner_last_backup_timestamp_seconds{}`: float64(at.Unix()),
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("backup metrics (-want +got):\n%s", diff)
+	}
+}

@@ -19,12 +19,6 @@ import (
 	"github.com/agentrunner/agentrunner/internal/atomicfile"
 )
 
-// Event types of scheduled backups.
-const (
-	EventBackupCompleted = "backup.completed"
-	EventBackupFailed    = "backup.failed"
-)
-
 // BackupTimeFormat is the time in the name of a backup file, and in the
 // name a restore gives the file it replaced.
 const BackupTimeFormat = "20060102_150405"
@@ -246,7 +240,7 @@ type Backups struct {
 	Keep int
 	// Clock is the time source; tests inject a fake.
 	Clock agentrunner.Clock
-	// OnEvent, if set, receives an EventBackupCompleted or EventBackupFailed
+	// OnEvent, if set, receives an agentrunner.EventBackupCompleted or EventBackupFailed
 	// after each attempt.
 	OnEvent func(*agentrunner.Event)
 	// Log says what was removed; default discards.
@@ -318,10 +312,10 @@ func (b *Backups) Take(ctx context.Context) (string, error) {
 	if err == nil {
 		err = b.prune()
 	}
-	ev := &agentrunner.Event{Timestamp: b.Clock.Now(), Type: EventBackupCompleted, Level: agentrunner.LevelInfo,
+	ev := &agentrunner.Event{Timestamp: b.Clock.Now(), Type: agentrunner.EventBackupCompleted, Level: agentrunner.LevelInfo,
 		Details: map[string]any{"file": dst, "bytes": size, "duration_ms": b.Clock.Now().Sub(start).Milliseconds()}}
 	if err != nil {
-		ev.Type, ev.Level, ev.Details = EventBackupFailed, agentrunner.LevelError, map[string]any{"file": dst, "error": err.Error()}
+		ev.Type, ev.Level, ev.Details = agentrunner.EventBackupFailed, agentrunner.LevelError, map[string]any{"file": dst, "error": err.Error()}
 	}
 	if b.OnEvent != nil {
 		b.OnEvent(ev)

@@ -206,7 +206,7 @@ func TestScheduledBackupFailureIsAnEvent(t *testing.T) {
 	if _, err := b.Take(context.Background()); err == nil {
 		t.Fatal("a backup of a missing database succeeded")
 	}
-	if got == nil || got.Type != EventBackupFailed || got.Level != agentrunner.LevelError || !strings.Contains(got.Details["error"].(string), "no such file") {
+	if got == nil || got.Type != agentrunner.EventBackupFailed || got.Level != agentrunner.LevelError || !strings.Contains(got.Details["error"].(string), "no such file") {
 		t.Errorf("event of a failed backup: %+v", got)
 	}
 }

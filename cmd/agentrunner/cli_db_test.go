@@ -167,7 +167,8 @@ func TestDBRestoreRefusesWhileARunnerHoldsTheWorkspace(t *testing.T) {
 // first backup at start (there is none yet) and records the event.
 func TestServeTakesScheduledBackups(t *testing.T) {
 	cliMockExec(t)
-	t.Setenv("AGENTRUNNER_SERVER_LISTEN", cliFreeAddr(t))
+	addr := cliFreeAddr(t)
+	t.Setenv("AGENTRUNNER_SERVER_LISTEN", addr)
 	t.Setenv("AGENTRUNNER_SCHEDULE_EVERY", "24h")
 	t.Setenv("AGENTRUNNER_STATE_BACKUP_EVERY", "24h")
 	dir := cliExample(t)
@@ -187,6 +188,12 @@ func TestServeTakesScheduledBackups(t *testing.T) {
 		if len(names) == 1 && strings.Contains(stderr.String(), `"event_type":"backup.completed"`) {
 			break
 		}
+	}
+	// The backup is counted where monitoring looks.
+	status, body, err := cliGet(ctx, "http://"+addr+"/metrics")
+	if err != nil || status != 200 || !regexp.MustCompile(`(?m)^agentrunner_backups_total\{outcome="completed"[^}]*\} 1$`).Match(body) ||
+		!regexp.MustCompile(`(?m)^agentrunner_last_backup_timestamp_seconds(\{[^}]*\})? [1-9]`).Match(body) {
+		t.Errorf("GET /metrics: %d %v; want the backup counted and its time:\n%s", status, err, body)
 	}
 	cancel()
 	if code := <-done; code != exitOK {

@@ -160,13 +160,18 @@ serve first. What was recorded after the backup was taken is lost.`,
 }
 
 // backups is serve's schedule of backups (state.backup). Each outcome is
-// an event (backup.completed, backup.failed), recorded and logged.
+// an event (backup.completed, backup.failed), recorded, logged and counted
+// in the metrics.
 func (r *runner) backups() *sqlite.Backups {
 	cfg := r.ws.Config
+	record := engine.EventRecorder(r.store, r.log)
 	return &sqlite.Backups{
 		Source: cfg.Abs(cfg.State.Path), Dir: cfg.Abs(cfg.State.Backup.Dir),
 		Every: cfg.State.Backup.Every.D(), Keep: cfg.State.Backup.Keep,
 		Clock: agentrunner.SystemClock{}, Log: r.log,
-		OnEvent: engine.EventRecorder(r.store, r.log),
+		OnEvent: func(ev *agentrunner.Event) {
+			record(ev)
+			r.metrics.Observe(ev)
+		},
 	}
 }
