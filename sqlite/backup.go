@@ -90,7 +90,7 @@ func install(ctx context.Context, tmp, dst string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	r, err := inspect(ctx, tmp, false)
+	r, err := inspect(ctx, tmp, depthPages)
 	if err != nil {
 		return 0, err
 	}

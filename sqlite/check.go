@@ -92,17 +92,30 @@ func knownVersion() int {
 // a database that could not be read at all for another reason than
 // damage (no such file, permissions).
 func Check(ctx context.Context, path string) (*Report, error) {
-	return inspect(ctx, path, true)
+	return inspect(ctx, path, depthFull)
 }
 
 // inspect checks the database at path through a read-only connection, so
 // that nothing (no migration, no WAL checkpoint) is written to it.
-func inspect(ctx context.Context, path string, full bool) (*Report, error) {
+// depth is how much of a database a check reads.
+type depth int
+
+const (
+	// depthHeader: the schema version and application id only.
+	depthHeader depth = iota
+	// depthPages adds quick_check: every page and record, what a disk
+	// error breaks.
+	depthPages
+	// depthFull adds integrity_check, CHECK constraints and foreign keys.
+	depthFull
+)
+
+func inspect(ctx context.Context, path string, d depth) (*Report, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("state database: %w", err)
 	}
 	pragmas := []string{"busy_timeout(10000)"}
-	if !full {
+	if d < depthFull {
 		// CHECK constraints (json_valid of every event's details) are most
 		// of quick_check's time on a long history; the page structure,
 		// which a disk error breaks, is still checked. db check checks them.
@@ -115,7 +128,7 @@ func inspect(ctx context.Context, path string, full bool) (*Report, error) {
 	defer db.Close()
 	db.SetMaxOpenConns(1)
 	r := &Report{Path: path, Known: knownVersion()}
-	err = r.read(ctx, db, full)
+	err = r.read(ctx, db, d)
 	if damaged(err) {
 		r.Integrity = []string{err.Error()}
 		return r, nil
@@ -126,7 +139,7 @@ func inspect(ctx context.Context, path string, full bool) (*Report, error) {
 	return r, nil
 }
 
-func (r *Report) read(ctx context.Context, db *sql.DB, full bool) error {
+func (r *Report) read(ctx context.Context, db *sql.DB, d depth) error {
 	for q, v := range map[string]any{
 		"PRAGMA application_id": &r.ApplicationID, "PRAGMA user_version": &r.Version,
 		"SELECT count(*) FROM sqlite_schema": &r.Objects,
@@ -136,7 +149,7 @@ func (r *Report) read(ctx context.Context, db *sql.DB, full bool) error {
 		}
 	}
 	var err error
-	if full {
+	if d == depthFull {
 		r.Integrity, err = lines(ctx, db, fmt.Sprintf("PRAGMA integrity_check(%d)", integrityCheckLines), integrityCheckLines)
 		if err != nil {
 			return err
@@ -148,7 +161,9 @@ func (r *Report) read(ctx context.Context, db *sql.DB, full bool) error {
 		}
 		return err
 	}
-	r.Integrity, err = lines(ctx, db, fmt.Sprintf("PRAGMA quick_check(%d)", quickCheckLines), quickCheckLines)
+	if d == depthPages {
+		r.Integrity, err = lines(ctx, db, fmt.Sprintf("PRAGMA quick_check(%d)", quickCheckLines), quickCheckLines)
+	}
 	return err
 }
 
@@ -196,11 +211,11 @@ func damaged(err error) bool {
 // precheck refuses a database that fails quick_check, was written by a
 // newer agentrunner or is not an agentrunner database, before Open writes
 // anything to it. A missing or empty file is a new database.
-func precheck(ctx context.Context, path string) error {
+func precheck(ctx context.Context, path string, d depth) error {
 	if info, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) || (err == nil && info.Size() == 0) {
 		return nil
 	}
-	r, err := inspect(ctx, path, false)
+	r, err := inspect(ctx, path, d)
 	if err != nil {
 		return err
 	}

@@ -42,7 +42,7 @@ func BenchmarkOpenCheck(b *testing.B) {
 	user0, sys0, cpuOK := cputime.Self()
 	n := 0
 	for b.Loop() {
-		if err := precheck(ctx, path); err != nil {
+		if err := precheck(ctx, path, depthPages); err != nil {
 			b.Fatal(err)
 		}
 		n++

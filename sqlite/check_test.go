@@ -105,6 +105,19 @@ func TestOpenRefusesADamagedDatabaseAndWritesNothing(t *testing.T) {
 	}
 }
 
+// TestOpenCheckedLeavesThePagesToTheRunner: the MCP server of an attempt
+// opens the database the runner checked at its start, without reading
+// every page again; the damage Open refuses is not looked for.
+func TestOpenCheckedLeavesThePagesToTheRunner(t *testing.T) {
+	path := filled(t, 400)
+	dbtest.Corrupt(t, path, "events")
+	s, err := OpenChecked(context.Background(), path)
+	if err != nil {
+		t.Fatalf("OpenChecked read the pages: %v", err)
+	}
+	s.Close()
+}
+
 func TestOpenRefusesWhatItCannotUse(t *testing.T) {
 	ctx := context.Background()
 	tests := []struct {
@@ -127,6 +140,9 @@ func TestOpenRefusesWhatItCannotUse(t *testing.T) {
 			before := readFile(t, path)
 			if _, err := Open(ctx, path); err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("Open: %v, want an error saying %q", err, tt.want)
+			}
+			if _, err := OpenChecked(ctx, path); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("OpenChecked: %v, want an error saying %q", err, tt.want)
 			}
 			if !bytes.Equal(before, readFile(t, path)) {
 				t.Error("Open wrote to the refused database")

@@ -56,10 +56,23 @@ func dsn(path string, pragmas ...string) string {
 // a cycle on a damaged file would spread the damage. The error of a
 // damaged database has a Damage in its chain.
 func Open(ctx context.Context, path string) (*Store, error) {
+	return openAt(ctx, path, depthPages)
+}
+
+// OpenChecked is Open for a process started by a runner that checked the
+// database when it started and holds the workspace: the MCP server of a
+// process agent's attempt. It refuses a newer or foreign database, but
+// does not read every page again, which on a long history would cost
+// seconds at every attempt.
+func OpenChecked(ctx context.Context, path string) (*Store, error) {
+	return openAt(ctx, path, depthHeader)
+}
+
+func openAt(ctx context.Context, path string, d depth) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("create directory for state database: %w", err)
 	}
-	if err := precheck(ctx, path); err != nil {
+	if err := precheck(ctx, path, d); err != nil {
 		return nil, err
 	}
 	common := []string{"busy_timeout(10000)", "foreign_keys(1)", "journal_mode(WAL)", "synchronous(FULL)"}

@@ -21,7 +21,13 @@ import (
 // its check is refused with the way to recover: every command that opens
 // the store goes through here.
 func openStore(ctx context.Context, cfg *config.Config) (*sqlite.Store, error) {
-	s, err := sqlite.Open(ctx, cfg.Abs(cfg.State.Path))
+	return openStoreWith(ctx, cfg, sqlite.Open)
+}
+
+// openStoreWith is openStore with another way to open the database
+// (sqlite.OpenChecked for the MCP server of an agent's attempt).
+func openStoreWith(ctx context.Context, cfg *config.Config, open func(context.Context, string) (*sqlite.Store, error)) (*sqlite.Store, error) {
+	s, err := open(ctx, cfg.Abs(cfg.State.Path))
 	var d sqlite.Damage
 	if errors.As(err, &d) {
 		err = fmt.Errorf("%w\nnothing was run and nothing was written to it. To recover, restore a backup (they are in %s): agentrunner db restore FILE -c %s; for the full report: agentrunner db check -c %s",

@@ -10,6 +10,7 @@ import (
 	"github.com/agentrunner/agentrunner/config"
 	"github.com/agentrunner/agentrunner/engine"
 	"github.com/agentrunner/agentrunner/mcp"
+	"github.com/agentrunner/agentrunner/sqlite"
 	"github.com/agentrunner/agentrunner/tool"
 	"github.com/agentrunner/agentrunner/tool/position"
 	"github.com/agentrunner/agentrunner/toolbox"
@@ -49,7 +50,9 @@ it for process agents through the MCP configuration it writes for each attempt (
 				return failureError(fmt.Errorf("%w (this server runs in the environment of agent %s: a key one of its tools needs must be in the env pass list of the agent or its provider)", err, call.Agent))
 			}
 			defer box.Close()
-			store, err := openStore(cmd.Context(), cfg)
+			// The runner that started this attempt checked the database's
+			// pages when it started; an attempt does not pay for it again.
+			store, err := openStoreWith(cmd.Context(), cfg, sqlite.OpenChecked)
 			if err != nil {
 				return failureError(err)
 			}
