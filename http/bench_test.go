@@ -149,7 +149,7 @@ func benchServer(b *testing.B, dir string, store *sqlite.Store, n int) *arhttp.S
 // endpoints are the reads measured, by name.
 var endpoints = []string{
 	"status", "cycles", "cycles_before", "cycles_failed", "cycle", "errors", "errors_before",
-	"events", "events_tail", "events_since_id", "events_type", "events_type_since_id", "events_level_error",
+	"events", "events_tail", "events_since_id", "events_type", "events_type_since_id", "events_step_type", "events_step_type_since_id", "events_level_error",
 	"events_level_warn", "events_cycle", "events_since_time", "events_type_since_time",
 	"tools", "tools_since", "audit", "audit_before", "mailbox",
 }
@@ -177,28 +177,31 @@ func (h *benchHistory) paths(b *testing.B) map[string]string {
 	lastHour := historytest.CycleStart(h.n - 1).Format(time.RFC3339)
 	lastDay := historytest.CycleStart(h.n - 24).Format(time.RFC3339)
 	return map[string]string{
-		"status":                 "/api/status",
-		"cycles":                 "/api/cycles",
-		"cycles_before":          "/api/cycles?before=" + mid,
-		"cycles_failed":          "/api/cycles?status=failed&before=" + mid,
-		"cycle":                  "/api/cycles/" + mid,
-		"errors":                 "/api/errors",
-		"errors_before":          "/api/errors?before=" + midEvent,
-		"events":                 "/api/events",
-		"events_tail":            "/api/events?since=" + tail,
-		"events_since_id":        "/api/events?since=" + midEvent,
-		"events_type":            "/api/events?type=tool.call",
-		"events_type_since_id":   "/api/events?type=tool.call&since=" + midEvent,
-		"events_level_error":     "/api/events?level=error&since=" + midEvent,
-		"events_level_warn":      "/api/events?level=warn&since=" + midEvent,
-		"events_cycle":           "/api/events?cycle_id=" + mid,
-		"events_since_time":      "/api/events?since=" + lastHour,
-		"events_type_since_time": "/api/events?type=tool.call&since=" + lastDay,
-		"tools":                  "/api/tools",
-		"tools_since":            "/api/tools?since=" + lastDay,
-		"audit":                  "/api/audit",
-		"audit_before":           "/api/audit?before=" + midCommand,
-		"mailbox":                "/api/mailboxes/research",
+		"status":               "/api/status",
+		"cycles":               "/api/cycles",
+		"cycles_before":        "/api/cycles?before=" + mid,
+		"cycles_failed":        "/api/cycles?status=failed&before=" + mid,
+		"cycle":                "/api/cycles/" + mid,
+		"errors":               "/api/errors",
+		"errors_before":        "/api/errors?before=" + midEvent,
+		"events":               "/api/events",
+		"events_tail":          "/api/events?since=" + tail,
+		"events_since_id":      "/api/events?since=" + midEvent,
+		"events_type":          "/api/events?type=tool.call",
+		"events_type_since_id": "/api/events?type=tool.call&since=" + midEvent,
+		// The events of every step are not in the type index: they walk the ids.
+		"events_step_type":          "/api/events?type=state.transition",
+		"events_step_type_since_id": "/api/events?type=state.transition&since=" + midEvent,
+		"events_level_error":        "/api/events?level=error&since=" + midEvent,
+		"events_level_warn":         "/api/events?level=warn&since=" + midEvent,
+		"events_cycle":              "/api/events?cycle_id=" + mid,
+		"events_since_time":         "/api/events?since=" + lastHour,
+		"events_type_since_time":    "/api/events?type=tool.call&since=" + lastDay,
+		"tools":                     "/api/tools",
+		"tools_since":               "/api/tools?since=" + lastDay,
+		"audit":                     "/api/audit",
+		"audit_before":              "/api/audit?before=" + midCommand,
+		"mailbox":                   "/api/mailboxes/research",
 	}
 }
 

@@ -57,6 +57,7 @@ func TestReadsUseIndexes(t *testing.T) {
 		{"GET /api/errors", agentrunner.EventFilter{MinLevel: agentrunner.LevelWarn, Newest: true, BeforeID: 900, Limit: 20}, []string{"INDEX events_problems"}},
 		{"events since a time", agentrunner.EventFilter{Since: since, Limit: 20}, []string{"COVERING INDEX events_time (timestamp>?)", "INTEGER PRIMARY KEY (rowid>?)"}},
 		{"events of a type since a time", agentrunner.EventFilter{Type: "tool.call", Since: since, Limit: 20}, []string{"COVERING INDEX events_time (timestamp>?)", "INDEX events_type (event_type=? AND id>?)"}},
+		{"events of a step's type", agentrunner.EventFilter{Type: agentrunner.EventTransition, Newest: true, Limit: 20}, []string{"INTEGER PRIMARY KEY (rowid>?)"}},
 		{"events of a cycle", agentrunner.EventFilter{CycleID: "20261122_140000", Limit: 20}, []string{"INDEX events_cycle (cycle_id=? AND id>?)"}},
 		{"events after an id", agentrunner.EventFilter{AfterID: 100, Limit: 20}, []string{"INTEGER PRIMARY KEY (rowid>?)"}},
 		{"the newest event", agentrunner.EventFilter{Newest: true, Limit: 1}, []string{"INTEGER PRIMARY KEY (rowid>?)"}},
@@ -102,6 +103,23 @@ func TestReadsUseIndexes(t *testing.T) {
 			if strings.Contains(step, "TEMP B-TREE") && !strings.Contains(q.name, "tool usage since") {
 				t.Errorf("%s: the rows are sorted, not read in index order: %q\n%s", q.name, step, all)
 			}
+		}
+	}
+}
+
+// TestTypeIndexConditionIsTheQuerys: SQLite uses the partial index
+// events_type only for a query that states its condition word for word.
+func TestTypeIndexConditionIsTheQuerys(t *testing.T) {
+	data, err := migrations.ReadFile("migrations/0007_type_index_without_step_events.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), "WHERE "+sqlNotStepEvent+";") {
+		t.Errorf("migration 0007 does not word the index's condition as sqlNotStepEvent does:\n%s", data)
+	}
+	for _, typ := range stepEventTypes {
+		if !strings.Contains(sqlNotStepEvent, "'"+typ+"'") {
+			t.Errorf("sqlNotStepEvent leaves out %s", typ)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -498,6 +499,17 @@ func (s *Store) Events(ctx context.Context, f agentrunner.EventFilter) ([]*agent
 	return queryAll(ctx, s.read, scanEvent, q, args...)
 }
 
+// stepEventTypes are the events of every step, which events_type leaves
+// out (migration 0007): a filter by one of them walks the ids and finds a
+// match within a step's events.
+var stepEventTypes = []string{agentrunner.EventAttemptStarted, agentrunner.EventAttemptSucceeded,
+	agentrunner.EventArtifactAccepted, agentrunner.EventTransition}
+
+// sqlNotStepEvent is the condition of the partial index events_type, as
+// the migration words it: SQLite uses the index only for a query that
+// states the same condition.
+const sqlNotStepEvent = `event_type NOT IN ('attempt.started', 'attempt.succeeded', 'artifact.accepted', 'state.transition')`
+
 // eventsQuery is the query of Events. Each filter has its index: type
 // events_type, level warn events_problems, level error events_errors,
 // a cycle events_cycle, a time events_time; the rest walk the ids.
@@ -526,6 +538,9 @@ func eventsQuery(f agentrunner.EventFilter) (string, []any, error) {
 	if f.Type != "" {
 		q += ` AND event_type = ?`
 		args = append(args, f.Type)
+		if !slices.Contains(stepEventTypes, f.Type) {
+			q += ` AND ` + sqlNotStepEvent // the partial index's own condition
+		}
 	}
 	switch f.MinLevel {
 	case "", agentrunner.LevelDebug:
