@@ -459,6 +459,11 @@ func testEventQueries(t *testing.T, s agentrunner.Store) {
 	for i, l := range levels {
 		evs = append(evs, &agentrunner.Event{Timestamp: t0.Add(time.Duration(i) * time.Minute), Type: "t" + string(l), Level: l})
 	}
+	// Events every step writes, which a store may find without its type
+	// index, beside others.
+	for i, typ := range []string{agentrunner.EventTransition, "tinfo", agentrunner.EventAttemptStarted, agentrunner.EventTransition} {
+		evs = append(evs, &agentrunner.Event{Timestamp: t0.Add(time.Duration(10+i) * time.Minute), Type: typ, Level: agentrunner.LevelDebug})
+	}
 	mustApply(t, s, &agentrunner.Change{Events: evs})
 	ids := func(f agentrunner.EventFilter) []int64 {
 		t.Helper()
@@ -481,10 +486,12 @@ func testEventQueries(t *testing.T, s agentrunner.Store) {
 		{"warn and worse", agentrunner.EventFilter{MinLevel: agentrunner.LevelWarn}, []int64{id(2), id(3)}},
 		{"errors", agentrunner.EventFilter{MinLevel: agentrunner.LevelError}, []int64{id(3)}},
 		{"info and worse", agentrunner.EventFilter{MinLevel: agentrunner.LevelInfo}, []int64{id(1), id(2), id(3), id(4)}},
-		{"newest first, limited", agentrunner.EventFilter{Newest: true, Limit: 2}, []int64{id(4), id(3)}},
+		{"newest first, limited", agentrunner.EventFilter{Newest: true, Limit: 2}, []int64{id(8), id(7)}},
 		{"before an id", agentrunner.EventFilter{BeforeID: id(2)}, []int64{id(0), id(1)}},
-		{"since a time", agentrunner.EventFilter{Since: t0.Add(3 * time.Minute)}, []int64{id(3), id(4)}},
-		{"by type", agentrunner.EventFilter{Type: "tinfo"}, []int64{id(1), id(4)}},
+		{"since a time", agentrunner.EventFilter{Since: t0.Add(3 * time.Minute), Limit: 2}, []int64{id(3), id(4)}},
+		{"by type", agentrunner.EventFilter{Type: "tinfo"}, []int64{id(1), id(4), id(6)}},
+		{"by a type every step writes", agentrunner.EventFilter{Type: agentrunner.EventTransition}, []int64{id(5), id(8)}},
+		{"by a type every step writes, newest first after an id", agentrunner.EventFilter{Type: agentrunner.EventTransition, Newest: true, AfterID: id(5)}, []int64{id(8)}},
 	} {
 		if diff := cmp.Diff(tt.want, ids(tt.f)); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", tt.name, diff)
