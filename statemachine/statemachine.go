@@ -24,6 +24,7 @@ package statemachine
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 
@@ -58,7 +59,10 @@ func New(start string, next map[string]string) (*Machine, error) {
 	if len(next) == 0 {
 		return nil, fmt.Errorf("pipeline has no steps")
 	}
-	for step, succ := range next {
+	// In name order, so that a graph with several faults is refused with
+	// the same one every time.
+	for _, step := range slices.Sorted(maps.Keys(next)) {
+		succ := next[step]
 		if step == End || (step != "" && !agentrunner.State(step).IsStep()) {
 			return nil, fmt.Errorf("%q cannot be a step name: it is reserved", step)
 		}

@@ -187,3 +187,14 @@ func TestFinalStep(t *testing.T) {
 		t.Error("a final step that is not a step was accepted")
 	}
 }
+
+// TestNewRefusesWithTheSameFaultEveryTime: with several faults, the one
+// named does not depend on map order.
+func TestNewRefusesWithTheSameFaultEveryTime(t *testing.T) {
+	next := map[string]string{"a": "b", "c": "x", "d": "y", "e": "z", "f": End}
+	for range 50 {
+		if _, err := New("a", next); err == nil || err.Error() != `step "a": successor "b" is not a step` {
+			t.Fatalf("New: %v, want the fault of step a, first by name", err)
+		}
+	}
+}
