@@ -131,7 +131,7 @@ func (e *Engine) untilResourced(ctx context.Context, cycleID, step, op string, f
 			return err
 		}
 		wait := resourceWait(n)
-		e.reportExhausted(ctx, &agentrunner.Event{
+		e.reportExhausted(&agentrunner.Event{
 			Timestamp: e.clock.Now(), Type: agentrunner.EventResourceExhausted, CycleID: cycleID, Step: step,
 			Level: agentrunner.LevelWarn, Details: exhausted(err, op, wait),
 		})
@@ -147,11 +147,8 @@ func (e *Engine) untilResourced(ctx context.Context, cycleID, step, op string, f
 // reportExhausted records a resource.exhausted event on its own, logs it
 // and hands it to OnEvent. Recording it may fail for the same want (a
 // full disk): the log line and the metric still tell.
-func (e *Engine) reportExhausted(ctx context.Context, ev *agentrunner.Event) {
-	if err := e.store.Apply(ctx, &agentrunner.Change{Events: []*agentrunner.Event{ev}}); err != nil {
-		e.log.Error("recording an event", "event_type", ev.Type, "error", err)
-	}
-	e.logEvent(ev)
+func (e *Engine) reportExhausted(ev *agentrunner.Event) {
+	EventRecorder(e.store, e.log)(ev)
 	if e.onEvent != nil {
 		e.onEvent(ev)
 	}
