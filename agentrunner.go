@@ -37,8 +37,16 @@ func (s State) IsStep() bool {
 	return s != "" && s != StateIdle && s != StateWaiting && s != StateHalted
 }
 
-// CycleStatus is the outcome of a cycle so far.
-type CycleStatus string
+// RunStatus is the outcome of a run so far. CycleStatus is its name for
+// the cycles of the learning loop.
+type RunStatus string
+
+// CycleStatus is the status of a cycle: a cycle is a run.
+type CycleStatus = RunStatus
+
+// RunQueued: the run was started but waits for a free place under its
+// pipeline's max_concurrent_runs; no step of it has run.
+const RunQueued RunStatus = "queued"
 
 const (
 	// CycleRunning: the cycle has a current step and is not finished.
@@ -55,19 +63,36 @@ const (
 	CycleAborted CycleStatus = "aborted"
 )
 
+// Run statuses under their general names; the Cycle names above are the
+// same values.
+const (
+	RunRunning   = CycleRunning
+	RunCompleted = CycleCompleted
+	RunFailed    = CycleFailed
+	RunHalted    = CycleHalted
+	RunAborted   = CycleAborted
+)
+
 // Finished reports whether a cycle with this status will run no more steps.
 func (s CycleStatus) Finished() bool {
 	return s == CycleCompleted || s == CycleFailed || s == CycleAborted
 }
 
-// Cycle is one pass of a pipeline, with its own directory cycles/<ID>/.
-type Cycle struct {
-	// ID is the UTC start time as YYYYMMDD_HHMMSS; it names the directory.
+// Cycle is a run of the learning loop: its id is the UTC start time as
+// YYYYMMDD_HHMMSS and its directory cycles/<ID>/.
+type Cycle = Run
+
+// Run is one execution of a pipeline, with its own directory. Run ids are
+// unique in a workspace, whatever the pipeline, so a run id alone names a
+// run everywhere (API paths, events, outbox keys).
+type Run struct {
+	// ID is the run's id in its pipeline's format (Pipeline.RunID).
 	ID       string
 	Pipeline string
-	Status   CycleStatus
-	// Step is the step being run (or halted at) while the cycle is
-	// unfinished, else empty.
+	Status   RunStatus
+	// Step is the step a serial run of the loop engine is at (or halted
+	// at) while it is unfinished, else empty. Runs of the graph scheduler
+	// may be at several steps at once: their step runs say where.
 	Step              string
 	LastCompletedStep string
 	// Dir is the absolute path of the cycle directory.
@@ -76,6 +101,11 @@ type Cycle struct {
 	EndedAt   time.Time // zero while running
 	// Error says why a failed cycle failed.
 	Error string
+	// Inputs are the run's input variables (POST /api/pipelines/{name}/runs,
+	// agentrunner start --input k=v), checked against the pipeline's schema.
+	Inputs map[string]any
+	// Parent is the run that started this one (a sub-agent's run), if any.
+	Parent string
 }
 
 // State returns the loop state this cycle puts the pipeline in.
@@ -109,8 +139,12 @@ type Attempt struct {
 	CycleID string
 	Step    string
 	Number  int // 1-based
-	Agent   string
-	Status  AttemptStatus
+	// Visit is the step run the attempt belongs to: the how-manieth visit
+	// of Step in the run (1 unless the step is on a loop). Attempt numbers
+	// go on counting across visits, so (run, step, number) stays unique.
+	Visit  int
+	Agent  string
+	Status AttemptStatus
 	// ErrorClass and Error say why a failed attempt failed.
 	ErrorClass ErrorClass
 	Error      string
@@ -239,6 +273,11 @@ type Command struct {
 	ConsumedAt time.Time
 	// Result says what the engine did with it.
 	Result string
+	// Target names what a command of a one-decision kind decides
+	// (CommandGateDecision: "run/step#visit"): AddCommand refuses a second
+	// such command with the same kind and target with ECONFLICT, so two
+	// operators can never both decide one gate.
+	Target string
 }
 
 // Command kinds.
@@ -260,6 +299,13 @@ const (
 	CommandForceCycle = "force-cycle"
 	// CommandReload reads the configuration and its files again (admin).
 	CommandReload = "reload"
+	// CommandStartRun starts a run of a pipeline (args: pipeline, inputs).
+	CommandStartRun = "run.start"
+	// CommandGateDecision decides a waiting gate (args: run, step, visit,
+	// action, to, comment); its Target is "run/step#visit".
+	CommandGateDecision = "gate.decision"
+	// CommandAbortRun ends a run of the graph scheduler (args: run).
+	CommandAbortRun = "run.abort"
 )
 
 // OverrideKinds are the commands operators give through the API (FR-162).
@@ -343,13 +389,20 @@ type Change struct {
 	Consumed []*Command
 	// Control, when set, replaces the loop's control state.
 	Control *Control
+	// Runs are inserted or updated (by ID), unguarded: runs of the graph
+	// scheduler, whose only writer is the scheduler's one goroutine.
+	Runs []*Run
+	// StepRuns are inserted or updated (by run, step and visit).
+	StepRuns []*StepRun
 }
 
 // CycleFilter selects cycles, newest first.
 type CycleFilter struct {
-	Status CycleStatus // empty: any
-	Before string      // cycle ID bound (exclusive); empty: none
-	Limit  int         // 0: no limit
+	// Pipeline selects the runs of one pipeline; empty: every pipeline.
+	Pipeline string
+	Status   CycleStatus // empty: any
+	Before   string      // cycle ID bound (exclusive); empty: none
+	Limit    int         // 0: no limit
 }
 
 // EventFilter selects events, oldest first (newest first with Newest).

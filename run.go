@@ -1,0 +1,337 @@
+package agentrunner
+
+import (
+	"context"
+	"strconv"
+	"time"
+)
+
+// Pipeline is a graph of steps: where a run starts, and how each step run
+// leads on (Edges). The learning loop is one pipeline; a workspace may
+// define several, and each run executes one of them.
+type Pipeline struct {
+	Name  string
+	Start string
+	Steps map[string]*Step
+	// RunID is the format of the ids of its runs (RunIDTimestamp …).
+	RunID RunIDFormat
+	// MaxConcurrentRuns bounds the runs of this pipeline that run at once;
+	// further runs wait, queued, in the order they were started. 0: no bound.
+	MaxConcurrentRuns int
+	// InputSchema, if set, is the JSON Schema (compiled by config) that a
+	// run's inputs must satisfy; its path is InputSchemaPath.
+	InputSchemaPath string
+	// Where is the pipeline's place in the configuration ("file:line").
+	Where string
+}
+
+// RunIDFormat names how a pipeline's run ids are made.
+type RunIDFormat string
+
+// Run id formats.
+const (
+	// RunIDTimestamp: the UTC start time, YYYYMMDD_HHMMSS (the cycles of
+	// the learning loop); a second start in the same second takes the next.
+	RunIDTimestamp RunIDFormat = "timestamp"
+	// RunIDDateSeq: the UTC date and the day's sequence number,
+	// YYYY-MM-DD-NNN (spec 2's cycles).
+	RunIDDateSeq RunIDFormat = "date-seq"
+	// RunIDSeq: the pipeline's name and a sequence number, name-000001.
+	RunIDSeq RunIDFormat = "seq"
+)
+
+// EndStep as an edge's target ends the branch; a run whose branches all
+// ended is completed.
+const EndStep = "end"
+
+// Step kinds the engine ships. Other kinds register a StepKind by name.
+const (
+	KindAgent     = "agent"
+	KindExecution = "execution"
+	KindGate      = "gate"
+)
+
+// Step is one node of a pipeline: what runs (Kind, and the kind's own
+// configuration in Config) and where it leads (its edges).
+type Step struct {
+	ID   string
+	Kind string
+	// Next is the one successor, or EndStep; used when neither Routes nor
+	// Then is set.
+	Next string
+	// Label reads the routing label from the step's output; Routes pick
+	// the successor by it.
+	Label  *LabelSource
+	Routes []Route
+	// Then starts several branches at once.
+	Then []string
+	// Join makes the step wait for its incoming branches (JoinAll) or
+	// take the first that arrives (JoinAny); empty: no join.
+	Join JoinMode
+	// MaxVisits caps the step runs of this step in one run; every step on
+	// a cycle of the graph needs one. 0: no cap (the step is on no cycle).
+	MaxVisits int
+	// OnCap is what happens when an edge leads to the step at its cap.
+	OnCap CapAction
+	// Gate configures a gate step.
+	Gate *GateSpec
+	// Retry is the retry policy of its attempts; Timeout bounds each one.
+	Retry   RetryPolicy
+	Timeout time.Duration
+	// Where is the step's place in the configuration ("file:line").
+	Where string
+	// Config is the kind's own configuration, decoded by the kind's
+	// package (the agent to run, the artifact to hand over …).
+	Config any
+}
+
+// LabelSource says where a step's routing label is read from its output:
+// exactly one of its fields is set.
+type LabelSource struct {
+	// Pointer is a JSON pointer into a JSON artifact.
+	Pointer string
+	// Section is a markdown section whose first line is the label.
+	Section string
+	// Field is a labelled markdown field ("Verdict: APPROVE").
+	Field string
+	// Regex's first group (or whole match) is the label.
+	Regex string
+	// Parser names a parser of a known format ("signal": spec 2's SIGNAL
+	// BLOCK, whose Next= is the label).
+	Parser string
+}
+
+// Route is one of a step's routes: When the label is When, go To; a route
+// with Otherwise set is the default, taken when no When matches.
+type Route struct {
+	When      string
+	To        string
+	Otherwise bool
+}
+
+// JoinMode is how a step joins its incoming branches.
+type JoinMode string
+
+// Join modes.
+const (
+	JoinAll JoinMode = "all"
+	JoinAny JoinMode = "any"
+)
+
+// CapAction is what happens at a step's MaxVisits: go To a step (a gate
+// step opens a gate for a person), or Halt the run with its state kept.
+type CapAction struct {
+	To   string
+	Halt bool
+}
+
+// GateSpec configures a gate: an optional Timeout after which Default
+// (approve or reject) is decided for the operator.
+type GateSpec struct {
+	Timeout time.Duration
+	Default DecisionAction
+}
+
+// RetryPolicy is how often a failed attempt is tried again: at most Max
+// retries, waiting Backoff[i] before retry i+1 (the last wait repeats).
+type RetryPolicy struct {
+	Max     int
+	Backoff []time.Duration
+}
+
+// Wait is the backoff before retry n (1-based).
+func (p RetryPolicy) Wait(n int) time.Duration {
+	if len(p.Backoff) == 0 || n < 1 {
+		return 0
+	}
+	return p.Backoff[min(n, len(p.Backoff))-1]
+}
+
+// EdgeKind says why an edge exists.
+type EdgeKind string
+
+// Edge kinds.
+const (
+	EdgeNext      EdgeKind = "next"
+	EdgeRoute     EdgeKind = "route"
+	EdgeOtherwise EdgeKind = "otherwise"
+	EdgeThen      EdgeKind = "then"
+	EdgeCap       EdgeKind = "on_cap"
+)
+
+// Edge is one way a step run leads on: From's step run opens a step run
+// of To (EndStep: the branch ends). Label is the route's label.
+type Edge struct {
+	From, To string
+	Kind     EdgeKind
+	Label    string
+}
+
+// Edges lists the step's edges in configuration order.
+func (s *Step) Edges() []Edge {
+	var es []Edge
+	switch {
+	case len(s.Then) > 0:
+		for _, to := range s.Then {
+			es = append(es, Edge{From: s.ID, To: to, Kind: EdgeThen})
+		}
+	case len(s.Routes) > 0:
+		for _, r := range s.Routes {
+			k := EdgeRoute
+			if r.Otherwise {
+				k = EdgeOtherwise
+			}
+			es = append(es, Edge{From: s.ID, To: r.To, Kind: k, Label: r.When})
+		}
+	case s.Next != "":
+		es = append(es, Edge{From: s.ID, To: s.Next, Kind: EdgeNext})
+	}
+	if s.OnCap.To != "" {
+		es = append(es, Edge{From: s.ID, To: s.OnCap.To, Kind: EdgeCap})
+	}
+	return es
+}
+
+// StepRunStatus is where one step run is.
+type StepRunStatus string
+
+const (
+	// StepRunJoining: a join step run that waits for more of its branches.
+	StepRunJoining StepRunStatus = "joining"
+	// StepRunOpen: the step run has a current attempt, pending or running.
+	StepRunOpen StepRunStatus = "open"
+	// StepRunWaiting: a gate waits for an operator's decision.
+	StepRunWaiting StepRunStatus = "waiting"
+	// StepRunSucceeded: done; its Label chose the successors.
+	StepRunSucceeded StepRunStatus = "succeeded"
+	// StepRunFailed: failed beyond its retry policy, or for good.
+	StepRunFailed StepRunStatus = "failed"
+	// StepRunCanceled: the run ended (failed, aborted) before it, or a
+	// join any went on without it.
+	StepRunCanceled StepRunStatus = "canceled"
+)
+
+// Finished reports whether a step run in this status is over.
+func (s StepRunStatus) Finished() bool {
+	return s == StepRunSucceeded || s == StepRunFailed || s == StepRunCanceled
+}
+
+// StepRun is one visit of one step in one run: a step visited three times
+// in a loop has three step runs. Attempts belong to a step run.
+type StepRun struct {
+	RunID  string
+	Step   string
+	Visit  int // 1-based
+	Status StepRunStatus
+	// From is the step run that opened this one ("step#visit"), empty for
+	// the start step.
+	From string
+	// Arrived lists the steps whose branches reached a join so far.
+	Arrived []string
+	// Label is the routing label of a succeeded step run (for a gate, the
+	// decision).
+	Label string
+	// Output is the path of its published artifact, if any.
+	Output   string
+	OpenedAt time.Time
+	EndedAt  time.Time
+	// Error says why a failed step run failed.
+	Error string
+	// Decision is a gate's decision, once made.
+	Decision *Decision
+}
+
+// Key names the step run within its run: "step#visit".
+func (s *StepRun) Key() string { return StepRunKey(s.Step, s.Visit) }
+
+// DecisionAction is an operator's decision on a gate.
+type DecisionAction string
+
+// Decision actions.
+const (
+	DecisionApprove DecisionAction = "approve"
+	DecisionReject  DecisionAction = "reject"
+	// DecisionRoute sends the run to the step named in Decision.To.
+	DecisionRoute DecisionAction = "route"
+)
+
+// Decision is an operator's audited decision on a gate.
+type Decision struct {
+	Action  DecisionAction
+	To      string
+	Comment string
+	// Operator is who decided ("timeout" for a gate's default decision).
+	Operator  string
+	DecidedAt time.Time
+}
+
+// StepKind runs one attempt of a step run of its kind. It knows nothing of
+// the graph: the scheduler opens step runs, commits what Run returns, and
+// follows the edges.
+type StepKind interface {
+	Run(ctx context.Context, a *StepAttempt) (*StepResult, error)
+}
+
+// StepAttempt is one attempt of one step run, as given to its kind.
+type StepAttempt struct {
+	Run     *Run
+	Step    *Step
+	StepRun *StepRun
+	Attempt *Attempt
+	// Dir is the attempt's scratch folder; RunDir the run's directory.
+	Dir, RunDir string
+}
+
+// StepResult is what an attempt produced, committed with its outcome.
+type StepResult struct {
+	// Output is the artifact's bytes, read for the routing label; Path
+	// where it was published.
+	Output []byte
+	Path   string
+	// Label, if set, is the routing label (the kind decided it itself);
+	// else the step's LabelSource reads it from Output.
+	Label string
+	// Wait: the step run waits for an operator's decision (a gate).
+	Wait     bool
+	ExitCode *int
+	Usage    Usage
+	// Events and Outbox are committed with the outcome, even a failure.
+	Events []*Event
+	Outbox []*OutboxMessage
+}
+
+// StepRunKey names a step run within its run: "step#visit".
+func StepRunKey(step string, visit int) string {
+	return step + "#" + strconv.Itoa(visit)
+}
+
+// RunFilter selects runs, newest first.
+type RunFilter struct {
+	Pipeline string    // empty: any
+	Status   RunStatus // empty: any
+	// Unfinished selects queued, running and halted runs.
+	Unfinished bool
+	Before     string // run ID bound (exclusive); empty: none
+	Limit      int    // 0: no limit
+}
+
+// StepRunFilter selects step runs, oldest first.
+type StepRunFilter struct {
+	RunID  string        // empty: any run
+	Status StepRunStatus // empty: any
+	Limit  int
+}
+
+// RunStore is the part of the store the graph scheduler and the API use
+// for runs and step runs; Store implementations provide it too.
+type RunStore interface {
+	// ApplyAll commits several changes in one transaction (a group
+	// commit): all of them or none.
+	ApplyAll(ctx context.Context, chs ...*Change) error
+	// Run returns one run, or ENOTFOUND.
+	Run(ctx context.Context, id string) (*Run, error)
+	// Runs lists runs, newest first.
+	Runs(ctx context.Context, f RunFilter) ([]*Run, error)
+	// StepRuns lists step runs, oldest first.
+	StepRuns(ctx context.Context, f StepRunFilter) ([]*StepRun, error)
+}
