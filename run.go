@@ -280,6 +280,11 @@ type StepAttempt struct {
 	Attempt *Attempt
 	// Dir is the attempt's scratch folder; RunDir the run's directory.
 	Dir, RunDir string
+	// Timeout is the attempt's time limit; ctx carries the same deadline.
+	Timeout time.Duration
+	// Late: the run is out of time and is forced to its final step, which
+	// judges what the run has: inputs it lacks are named, not fatal.
+	Late bool
 }
 
 // StepResult is what an attempt produced, committed with its outcome.
