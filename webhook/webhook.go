@@ -29,6 +29,8 @@ const (
 	KindStrategyExpired = "strategy_expired"
 	// KindResumed: a loop that a halt escalation stopped runs again.
 	KindResumed = "resumed"
+	// KindGateOpened: a run waits at a gate for an operator's decision.
+	KindGateOpened = "gate_opened"
 )
 
 // Escalation policies (FR-050): what the runner does when a step fails for

@@ -1,0 +1,302 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/agentrunner/agentrunner"
+)
+
+// commands applies the operators' pending commands of the kinds the
+// scheduler owns; the loop engine's kinds are left to it. Each command is
+// consumed in the transaction of the change it causes.
+func (s *Scheduler) commands(ctx context.Context) error {
+	cmds, err := s.store.PendingCommands(ctx)
+	if err != nil {
+		return err
+	}
+	for _, cmd := range cmds {
+		var result string
+		ch := s.batch.change()
+		switch cmd.Kind {
+		case agentrunner.CommandStartRun:
+			result, err = s.startCommand(ctx, ch, cmd)
+		case agentrunner.CommandGateDecision:
+			result = s.decide(ch, cmd)
+		case agentrunner.CommandAbortRun:
+			result = s.abort(ch, cmd)
+		default:
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		s.consume(ch, cmd, result)
+	}
+	return nil
+}
+
+// consume marks a command applied with what came of it.
+func (s *Scheduler) consume(ch *agentrunner.Change, cmd *agentrunner.Command, result string) {
+	done := *cmd
+	done.ConsumedAt, done.Result = s.clock.Now(), result
+	ch.Consumed = append(ch.Consumed, &done)
+	s.batch.consumed = append(s.batch.consumed, &done)
+}
+
+// startCommand starts the run a run.start command asks for. A pipeline
+// that is not (or no longer) configured is refused in the result; the API
+// checked the inputs against the schema when it took the command.
+func (s *Scheduler) startCommand(ctx context.Context, ch *agentrunner.Change, cmd *agentrunner.Command) (string, error) {
+	name, _ := cmd.Args["pipeline"].(string)
+	p := s.opts.Pipelines[name]
+	if p == nil {
+		return fmt.Sprintf("refused: pipeline %q is not configured", name), nil
+	}
+	inputs, _ := cmd.Args["inputs"].(map[string]any)
+	parent, _ := cmd.Args["parent"].(string)
+	id, err := s.startRun(ctx, ch, p, inputs, parent)
+	if err != nil {
+		return "", err
+	}
+	return "started run " + id, nil
+}
+
+// decide applies an operator's decision to the gate it names. The API
+// refuses a decision on a gate that is not open; one that lost a race (the
+// gate timed out first) is consumed with the reason.
+func (s *Scheduler) decide(ch *agentrunner.Change, cmd *agentrunner.Command) string {
+	runID, _ := cmd.Args["run"].(string)
+	step, _ := cmd.Args["step"].(string)
+	rs := s.runs[runID]
+	if rs == nil {
+		return fmt.Sprintf("refused: run %s is not running", runID)
+	}
+	ss := rs.latest(step)
+	if ss == nil || ss.sr.Status != agentrunner.StepRunWaiting {
+		return fmt.Sprintf("refused: step %s of run %s is not a waiting gate", step, runID)
+	}
+	action, _ := cmd.Args["action"].(string)
+	to, _ := cmd.Args["to"].(string)
+	comment, _ := cmd.Args["comment"].(string)
+	d := &agentrunner.Decision{Action: agentrunner.DecisionAction(action), To: to, Comment: comment, Operator: cmd.Operator, DecidedAt: s.clock.Now()}
+	if err := s.applyDecision(ch, rs, ss, d); err != nil {
+		return "refused: " + err.Error()
+	}
+	return fmt.Sprintf("%s gate %s of run %s", action, ss.sr.Key(), runID)
+}
+
+// applyDecision closes a waiting gate with a decision and follows it:
+// approve and reject are the gate's labels for its routes (or its next),
+// route goes to the named step.
+func (s *Scheduler) applyDecision(ch *agentrunner.Change, rs *runState, ss *stepState, d *agentrunner.Decision) error {
+	st := rs.pipeline.Steps[ss.sr.Step]
+	var targets []string
+	switch d.Action {
+	case agentrunner.DecisionApprove, agentrunner.DecisionReject:
+		targets = gateTargets(st, d.Action)
+		if targets == nil && d.Action == agentrunner.DecisionApprove {
+			return fmt.Errorf("gate %s has no way out for approve", st.ID)
+		}
+	case agentrunner.DecisionRoute:
+		if rs.pipeline.Steps[d.To] == nil && d.To != agentrunner.EndStep {
+			return fmt.Errorf("route to %q: pipeline %s has no such step", d.To, rs.pipeline.Name)
+		}
+		targets = []string{d.To}
+	default:
+		return fmt.Errorf("decision %q: want approve, reject or route", d.Action)
+	}
+	ss.sr.Decision = d
+	s.event(ch, rs, st.ID, EventGateDecided, agentrunner.LevelInfo, map[string]any{
+		"visit": ss.sr.Visit, "action": string(d.Action), "to": d.To, "comment": d.Comment, "operator": d.Operator,
+	})
+	s.batch.transitions++
+	if targets == nil { // a reject with no route of its own ends the run
+		ss.sr.Status, ss.sr.Label, ss.sr.EndedAt, ss.deadline = agentrunner.StepRunSucceeded, string(d.Action), s.clock.Now(), time.Time{}
+		s.putStepRun(ch, ss)
+		s.endRun(ch, rs, agentrunner.RunFailed, fmt.Sprintf("gate %s rejected by %s: %s", ss.sr.Key(), d.Operator, d.Comment))
+		return nil
+	}
+	s.succeed(ch, rs, ss, string(d.Action), "", targets)
+	return nil
+}
+
+// gateTargets is where approve or reject lead: the gate's route for that
+// label (or its otherwise), else, for approve, its next. nil: none.
+func gateTargets(st *agentrunner.Step, action agentrunner.DecisionAction) []string {
+	for _, r := range st.Routes {
+		if r.When == string(action) {
+			return []string{r.To}
+		}
+	}
+	for _, r := range st.Routes {
+		if r.Otherwise {
+			return []string{r.To}
+		}
+	}
+	if action == agentrunner.DecisionApprove && st.Next != "" {
+		return []string{st.Next}
+	}
+	return nil
+}
+
+// abort ends a run on an operator's order.
+func (s *Scheduler) abort(ch *agentrunner.Change, cmd *agentrunner.Command) string {
+	runID, _ := cmd.Args["run"].(string)
+	rs := s.runs[runID]
+	if rs == nil {
+		return fmt.Sprintf("refused: run %s is not unfinished", runID)
+	}
+	if rs.run.Status == agentrunner.RunQueued {
+		s.unqueue(rs)
+	}
+	s.endRun(ch, rs, agentrunner.RunAborted, "aborted by "+cmd.Operator)
+	return "aborted run " + runID
+}
+
+// unqueue takes a queued run out of its pipeline's queue; finish then
+// counts it as if it had been active.
+func (s *Scheduler) unqueue(rs *runState) {
+	q := s.queued[rs.run.Pipeline]
+	for i, o := range q {
+		if o == rs {
+			s.queued[rs.run.Pipeline] = append(q[:i:i], q[i+1:]...)
+			break
+		}
+	}
+	s.active[rs.run.Pipeline]++
+}
+
+// timers starts the attempts whose backoff is over and decides the gates
+// whose timeout passed with their default.
+func (s *Scheduler) timers() {
+	now := s.clock.Now()
+	kept := s.delayed[:0]
+	for _, t := range s.delayed {
+		if t.att.NotBefore.After(now) {
+			kept = append(kept, t)
+		} else {
+			s.batch.start = append(s.batch.start, t)
+		}
+	}
+	s.delayed = kept
+	for _, rs := range s.runs {
+		for _, ss := range rs.steps {
+			if ss.deadline.IsZero() || ss.deadline.After(now) || ss.sr.Status != agentrunner.StepRunWaiting {
+				continue
+			}
+			st := rs.pipeline.Steps[ss.sr.Step]
+			d := &agentrunner.Decision{Action: st.Gate.Default, Operator: "timeout", DecidedAt: now,
+				Comment: fmt.Sprintf("no decision within %s", st.Gate.Timeout)}
+			ch := s.batch.change()
+			if err := s.applyDecision(ch, rs, ss, d); err != nil {
+				s.endRun(ch, rs, agentrunner.RunFailed, fmt.Sprintf("gate %s timed out and its default decision failed: %v", ss.sr.Key(), err))
+			}
+		}
+	}
+}
+
+// dispatch starts ready attempts while slots are free.
+func (s *Scheduler) dispatch(ctx context.Context) {
+	for s.slots > 0 && len(s.ready) > 0 {
+		t := s.ready[0]
+		s.ready = s.ready[1:]
+		if s.runs[t.rs.run.ID] != t.rs || t.ss.sr.Status != agentrunner.StepRunOpen || t.ss.att.Number != t.att.Number {
+			continue // the run ended while the attempt waited for a slot
+		}
+		s.slots--
+		s.startWorker(ctx, t)
+	}
+	if len(s.ready) == 0 {
+		s.ready = nil // let the backing array go
+	}
+}
+
+// startWorker runs one attempt in its own goroutine, under the step's
+// timeout, and sends the result back to the loop.
+func (s *Scheduler) startWorker(ctx context.Context, t *task) {
+	st := t.rs.pipeline.Steps[t.att.Step]
+	ctx, cancel := context.WithCancel(ctx)
+	t.ss.cancel = cancel
+	a := &agentrunner.StepAttempt{
+		Run: t.rs.run, Step: st, StepRun: t.ss.sr, Attempt: t.att, Dir: t.att.Dir, RunDir: t.rs.run.Dir, Timeout: st.Timeout,
+	}
+	sr, run, att := *t.ss.sr, *t.rs.run, *t.att // the worker's own copies
+	a.StepRun, a.Run, a.Attempt = &sr, &run, &att
+	kind := s.opts.Kinds[st.Kind]
+	started := s.clock.Now()
+	s.workers.Add(1)
+	go func() {
+		defer s.workers.Done()
+		if st.Timeout > 0 {
+			var stop context.CancelFunc
+			ctx, stop = context.WithTimeout(ctx, st.Timeout)
+			defer stop()
+		}
+		res, err := kind.Run(ctx, a)
+		if err == nil && res == nil {
+			err = agentrunner.Fail(agentrunner.ClassInternal, "step kind %s returned no result", st.Kind)
+		}
+		if err != nil && ctx.Err() == context.DeadlineExceeded && agentrunner.ClassOf(err) != agentrunner.ClassTimeout {
+			err = agentrunner.Fail(agentrunner.ClassTimeout, "attempt timed out after %s: %v", st.Timeout, err)
+		}
+		// Never blocks: the channel has a place for every slot.
+		s.results <- &result{task: *t, res: res, err: err, started: started}
+	}()
+}
+
+// commandResults keeps what recent commands came to, for callers that
+// wait on one (the API's start of a run).
+type commandResults struct {
+	mu      sync.Mutex
+	done    map[int64]string
+	order   []int64
+	waiters map[int64][]chan string
+}
+
+const keptResults = 4096
+
+func (c *commandResults) publish(cmds []*agentrunner.Command) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done == nil {
+		c.done, c.waiters = map[int64]string{}, map[int64][]chan string{}
+	}
+	for _, cmd := range cmds {
+		c.done[cmd.ID] = cmd.Result
+		c.order = append(c.order, cmd.ID)
+		for _, w := range c.waiters[cmd.ID] {
+			w <- cmd.Result
+		}
+		delete(c.waiters, cmd.ID)
+	}
+	for len(c.order) > keptResults {
+		delete(c.done, c.order[0])
+		c.order = c.order[1:]
+	}
+}
+
+// Await waits until the scheduler consumed command id and returns its
+// result, or ctx's error.
+func (s *Scheduler) Await(ctx context.Context, id int64) (string, error) {
+	c := &s.results_
+	c.mu.Lock()
+	if r, ok := c.done[id]; ok {
+		c.mu.Unlock()
+		return r, nil
+	}
+	if c.waiters == nil {
+		c.done, c.waiters = map[int64]string{}, map[int64][]chan string{}
+	}
+	w := make(chan string, 1)
+	c.waiters[id] = append(c.waiters[id], w)
+	c.mu.Unlock()
+	select {
+	case r := <-w:
+		return r, nil
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}

@@ -1,0 +1,157 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/internal/atomicfile"
+)
+
+// finish takes a run that will run no more steps out of the scheduler and
+// starts the oldest queued run of its pipeline in its place.
+func (s *Scheduler) finish(ch *agentrunner.Change, rs *runState) {
+	delete(s.runs, rs.run.ID)
+	p := rs.run.Pipeline
+	s.active[p]--
+	if q := s.queued[p]; len(q) > 0 {
+		s.queued[p] = q[1:]
+		s.begin(ch, q[0])
+	}
+}
+
+// startRun creates a run of pipeline p with its inputs: running at once,
+// or queued behind max_concurrent_runs. It returns the run's id.
+func (s *Scheduler) startRun(ctx context.Context, ch *agentrunner.Change, p *agentrunner.Pipeline, inputs map[string]any, parent string) (string, error) {
+	id, err := s.ids.next(ctx, p, func(id string) string { return s.opts.RunDir(p.Name, id) })
+	if err != nil {
+		return "", err
+	}
+	r := &agentrunner.Run{
+		ID: id, Pipeline: p.Name, Status: agentrunner.RunQueued, Dir: s.opts.RunDir(p.Name, id),
+		StartedAt: s.clock.Now(), Inputs: inputs, Parent: parent,
+	}
+	rs := newRunState(r, p)
+	s.runs[id] = rs
+	if p.MaxConcurrentRuns > 0 && s.active[p.Name] >= p.MaxConcurrentRuns {
+		ch.Runs = append(ch.Runs, r)
+		s.queued[p.Name] = append(s.queued[p.Name], rs)
+		s.event(ch, rs, "", EventRunQueued, agentrunner.LevelInfo, map[string]any{"pipeline": p.Name, "ahead": len(s.queued[p.Name]) - 1})
+		return id, nil
+	}
+	s.begin(ch, rs)
+	return id, nil
+}
+
+// begin starts a run: its directory, its status running, its start step.
+func (s *Scheduler) begin(ch *agentrunner.Change, rs *runState) {
+	r := *rs.run
+	r.Status = agentrunner.RunRunning
+	rs.run = &r
+	s.active[r.Pipeline]++
+	if err := atomicfile.MkdirAll(r.Dir, 0o755); err != nil {
+		// The run fails with the reason recorded; nothing of it ran.
+		ch.Runs = append(ch.Runs, &r)
+		s.endRun(ch, rs, agentrunner.RunFailed, fmt.Sprintf("create the run's directory: %v", err))
+		return
+	}
+	ch.Runs = append(ch.Runs, &r)
+	s.event(ch, rs, "", EventRunStarted, agentrunner.LevelInfo, map[string]any{"pipeline": r.Pipeline, "dir": r.Dir, "inputs": r.Inputs})
+	s.open(ch, rs, rs.pipeline.Start, nil, 0)
+	s.settle(ch, rs)
+}
+
+// recover reads the unfinished runs back from the store. Attempts that
+// were running when the runner stopped are recorded as interrupted and
+// run again; pending ones wait out their backoff; waiting gates wait on.
+func (s *Scheduler) recover(ctx context.Context) error {
+	s.batch = newBatch()
+	runs, err := s.store.Runs(ctx, agentrunner.RunFilter{Unfinished: true})
+	if err != nil {
+		return err
+	}
+	slices.Reverse(runs) // oldest first, so the queue keeps its order
+	for _, r := range runs {
+		p := s.opts.Pipelines[r.Pipeline]
+		if p == nil || r.Status == agentrunner.RunHalted {
+			continue // another engine's, or waiting for an operator
+		}
+		if err := s.load(ctx, r, p); err != nil {
+			return fmt.Errorf("resume run %s: %w", r.ID, err)
+		}
+	}
+	return s.commit(ctx)
+}
+
+// load rebuilds the state of one unfinished run.
+func (s *Scheduler) load(ctx context.Context, r *agentrunner.Run, p *agentrunner.Pipeline) error {
+	rs := newRunState(r, p)
+	s.runs[r.ID] = rs
+	if r.Status == agentrunner.RunQueued {
+		s.queued[p.Name] = append(s.queued[p.Name], rs)
+		return nil
+	}
+	s.active[p.Name]++
+	srs, err := s.store.StepRuns(ctx, agentrunner.StepRunFilter{RunID: r.ID})
+	if err != nil {
+		return err
+	}
+	for _, sr := range srs {
+		rs.steps[sr.Key()] = &stepState{sr: sr}
+		rs.visits[sr.Step] = max(rs.visits[sr.Step], sr.Visit)
+	}
+	atts, err := s.store.Attempts(ctx, r.ID)
+	if err != nil {
+		return err
+	}
+	for _, a := range atts {
+		rs.attempts[a.Step] = max(rs.attempts[a.Step], a.Number)
+		ss := rs.steps[agentrunner.StepRunKey(a.Step, a.Visit)]
+		if ss == nil {
+			continue
+		}
+		if a.ErrorClass == agentrunner.ClassInterrupted {
+			ss.interruptions++
+		}
+		if ss.att == nil || a.Number > ss.att.Number {
+			ss.att = a
+		}
+	}
+	ch := s.batch.change()
+	for _, key := range slices.Sorted(maps.Keys(rs.steps)) {
+		s.resumeStepRun(ch, rs, rs.steps[key])
+	}
+	s.settle(ch, rs)
+	return nil
+}
+
+// resumeStepRun puts an unfinished step run back to work.
+func (s *Scheduler) resumeStepRun(ch *agentrunner.Change, rs *runState, ss *stepState) {
+	st := rs.pipeline.Steps[ss.sr.Step]
+	switch {
+	case st == nil:
+		// The configuration lost the step: the run cannot go on.
+		if rs.run.Status == agentrunner.RunRunning {
+			s.endRun(ch, rs, agentrunner.RunFailed, fmt.Sprintf("step %s is no longer in pipeline %s", ss.sr.Step, rs.pipeline.Name))
+		}
+	case ss.sr.Status == agentrunner.StepRunWaiting:
+		if st.Gate != nil && st.Gate.Timeout > 0 {
+			ss.deadline = ss.sr.OpenedAt.Add(st.Gate.Timeout)
+		}
+	case ss.sr.Status != agentrunner.StepRunOpen:
+	case ss.att == nil:
+		s.newAttempt(ch, rs, ss, time.Time{}, 0)
+	case ss.att.Status == agentrunner.AttemptRunning:
+		s.failAttempt(ch, rs, ss, agentrunner.Fail(agentrunner.ClassInterrupted, "the runner stopped during this attempt"), nil)
+	case ss.att.Status == agentrunner.AttemptPending:
+		t := &task{rs: rs, ss: ss, att: ss.att}
+		if ss.att.NotBefore.After(s.clock.Now()) {
+			s.batch.delay = append(s.batch.delay, t)
+		} else {
+			s.batch.start = append(s.batch.start, t)
+		}
+	}
+}

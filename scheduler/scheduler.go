@@ -1,0 +1,301 @@
+// Package scheduler runs pipelines as durable graphs of step runs: many
+// runs of many pipelines at once, in one process, on one store.
+//
+// One goroutine owns the state of every unfinished run. Workers run the
+// attempts of step runs (each through its step kind) and send back what
+// they produced; the scheduler turns each outcome into a change (the
+// attempt closed, the successors chosen by the edges opened, the events and
+// outbox messages written) and commits every change that arrived together
+// in one transaction: a group commit, so a thousand runs in flight cost one
+// fsync per batch, not one per transition. Only after the commit does it
+// start the attempts the batch opened, so nothing runs that the store does
+// not know about.
+//
+// A crash at any moment loses nothing: on start the scheduler reads the
+// unfinished runs back, records the attempts that were running as
+// interrupted and runs them again under a new attempt number. A step run
+// whose success was committed is never run again.
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/route"
+)
+
+// Options wire a scheduler.
+type Options struct {
+	Store agentrunner.Store
+	// Pipelines are the graphs it runs, by name; each was checked by
+	// graph.Check.
+	Pipelines map[string]*agentrunner.Pipeline
+	// Kinds run the attempts of steps, by step kind.
+	Kinds map[string]agentrunner.StepKind
+	// RunDir is the directory of a run; AttemptDir the scratch folder of
+	// one attempt.
+	RunDir     func(pipeline, id string) string
+	AttemptDir func(runDir, step string, n int) string
+	// MaxAttempts bounds the attempts running at once, across every run
+	// and pipeline; 0 means 64.
+	MaxAttempts int
+	// Clock defaults to the system clock.
+	Clock  agentrunner.Clock
+	Logger *slog.Logger
+	// OnEvent, if set, is called with each event once it is committed.
+	OnEvent func(*agentrunner.Event)
+	// Poll is how often commands are looked for without a Wake; 0 means 1s.
+	Poll time.Duration
+	// MaxInterruptions bounds how often one step run may be interrupted by
+	// the runner stopping before it fails for good; 0 means 10. An
+	// interruption is not the step's fault, so it costs no retry, but a
+	// step that kills the runner each time must not loop forever.
+	MaxInterruptions int
+}
+
+// Stats counts what a scheduler did, for benchmarks and metrics.
+type Stats struct {
+	// Transitions are committed step-run outcomes and openings.
+	Transitions int64
+	// Commits are store transactions (group commits).
+	Commits int64
+}
+
+// Scheduler runs the step runs of every unfinished run.
+type Scheduler struct {
+	opts     Options
+	store    agentrunner.Store
+	clock    agentrunner.Clock
+	log      *slog.Logger
+	labels   map[*agentrunner.Step]*route.Extractor
+	results  chan *result
+	wake     chan struct{}
+	workers  sync.WaitGroup
+	stats    struct{ transitions, commits atomic.Int64 }
+	running  atomic.Bool
+	results_ commandResults
+	// The fields below belong to the goroutine of Run.
+	runs     map[string]*runState
+	queued   map[string][]*runState // by pipeline, oldest first
+	active   map[string]int         // unfinished runs started, by pipeline
+	ready    []*task                // attempts waiting for a free slot
+	delayed  []*task                // attempts waiting for their backoff
+	slots    int
+	ids      *idAllocator
+	batch    *batch
+	stopping bool
+}
+
+// New checks the options and returns a scheduler.
+func New(opts Options) (*Scheduler, error) {
+	if opts.Store == nil || opts.RunDir == nil || opts.AttemptDir == nil {
+		return nil, errors.New("scheduler: a store, RunDir and AttemptDir are required")
+	}
+	s := &Scheduler{
+		opts: opts, store: opts.Store, clock: opts.Clock, log: opts.Logger,
+		labels: map[*agentrunner.Step]*route.Extractor{}, wake: make(chan struct{}, 1),
+		runs: map[string]*runState{}, queued: map[string][]*runState{}, active: map[string]int{},
+	}
+	for _, p := range opts.Pipelines {
+		if err := s.compile(p); err != nil {
+			return nil, err
+		}
+	}
+	if s.clock == nil {
+		s.clock = agentrunner.SystemClock{}
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.opts.MaxAttempts <= 0 {
+		s.opts.MaxAttempts = 64
+	}
+	if s.opts.Poll <= 0 {
+		s.opts.Poll = time.Second
+	}
+	if s.opts.MaxInterruptions <= 0 {
+		s.opts.MaxInterruptions = 10
+	}
+	s.slots = s.opts.MaxAttempts
+	s.results = make(chan *result, s.opts.MaxAttempts)
+	s.ids = newIDAllocator(s.store, s.clock)
+	return s, nil
+}
+
+// compile checks that every step of p has a kind and compiles its label
+// source.
+func (s *Scheduler) compile(p *agentrunner.Pipeline) error {
+	for _, st := range p.Steps {
+		if s.opts.Kinds[st.Kind] == nil {
+			return fmt.Errorf("scheduler: pipeline %s, step %s (%s): no step kind %q is registered", p.Name, st.ID, st.Where, st.Kind)
+		}
+		if st.Label == nil {
+			continue
+		}
+		x, err := route.Compile(st.Label)
+		if err != nil {
+			return fmt.Errorf("scheduler: pipeline %s, step %s (%s): %w", p.Name, st.ID, st.Where, err)
+		}
+		s.labels[st] = x
+	}
+	return nil
+}
+
+// Stats returns what the scheduler did so far.
+func (s *Scheduler) Stats() Stats {
+	return Stats{Transitions: s.stats.transitions.Load(), Commits: s.stats.commits.Load()}
+}
+
+// Wake makes the scheduler look at new commands at once (a run started, a
+// gate decided) instead of at its next poll: the API calls it after
+// writing a command.
+func (s *Scheduler) Wake() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run runs step runs until ctx ends; then it waits for the running
+// attempts to stop and returns nil, leaving them to be resumed by the next
+// start. Any other error means the scheduler cannot go on (the store
+// failed) and the process should exit so a supervisor restarts it.
+func (s *Scheduler) Run(ctx context.Context) error {
+	if !s.running.CompareAndSwap(false, true) {
+		return errors.New("scheduler: already running")
+	}
+	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer func() {
+		stopWork()
+		s.workers.Wait()
+		s.running.Store(false)
+	}()
+	err := s.loop(ctx, workCtx)
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+func (s *Scheduler) loop(ctx, workCtx context.Context) error {
+	if err := s.recover(ctx); err != nil {
+		return err
+	}
+	commandsDue := true
+	for {
+		s.dispatch(workCtx)
+		var first *result
+		if !commandsDue {
+			timer, stop := s.nextTimer()
+			select {
+			case <-ctx.Done():
+				stop()
+				return ctx.Err()
+			case first = <-s.results:
+			case <-s.wake:
+				commandsDue = true
+			case <-timer:
+				commandsDue = true // the poll, and due backoffs and gates
+			}
+			stop()
+		}
+		s.batch = newBatch()
+		if first != nil {
+			s.handle(first)
+		}
+		s.drain()
+		if commandsDue {
+			if err := s.commands(ctx); err != nil {
+				return err
+			}
+			commandsDue = false
+		}
+		s.timers()
+		if err := s.commit(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// drain handles every result that is already there, so they commit
+// together.
+func (s *Scheduler) drain() {
+	for {
+		select {
+		case r := <-s.results:
+			s.handle(r)
+		default:
+			return
+		}
+	}
+}
+
+// nextTimer returns a channel that fires at the next due time: the poll,
+// or earlier a backoff's or a gate's end.
+func (s *Scheduler) nextTimer() (<-chan time.Time, func()) {
+	now := s.clock.Now()
+	wait := s.opts.Poll
+	for _, t := range s.delayed {
+		wait = min(wait, t.att.NotBefore.Sub(now))
+	}
+	for _, rs := range s.runs {
+		for _, ss := range rs.steps {
+			if !ss.deadline.IsZero() {
+				wait = min(wait, ss.deadline.Sub(now))
+			}
+		}
+	}
+	wait = max(wait, 0)
+	if _, real := s.clock.(agentrunner.SystemClock); real {
+		t := time.NewTimer(wait)
+		return t.C, func() { t.Stop() }
+	}
+	return s.clock.After(wait), func() {}
+}
+
+// commit writes the batch's changes in one transaction, then reports its
+// events and starts what it opened.
+func (s *Scheduler) commit(ctx context.Context) error {
+	b := s.batch
+	if len(b.changes) == 0 {
+		return nil
+	}
+	if err := s.store.ApplyAll(ctx, b.changes...); err != nil {
+		return fmt.Errorf("commit %d state changes: %w", len(b.changes), err)
+	}
+	s.stats.commits.Add(1)
+	s.stats.transitions.Add(int64(b.transitions))
+	for _, ch := range b.changes {
+		for _, ev := range ch.Events {
+			logEvent(s.log, ev)
+			if s.opts.OnEvent != nil {
+				s.opts.OnEvent(ev)
+			}
+		}
+	}
+	s.results_.publish(b.consumed)
+	s.ready = append(s.ready, b.start...)
+	s.delayed = append(s.delayed, b.delay...)
+	return nil
+}
+
+// logEvent writes an event as a structured log line at its level.
+func logEvent(log *slog.Logger, ev *agentrunner.Event) {
+	level := slog.LevelInfo
+	switch ev.Level {
+	case agentrunner.LevelDebug:
+		level = slog.LevelDebug
+	case agentrunner.LevelWarn:
+		level = slog.LevelWarn
+	case agentrunner.LevelError:
+		level = slog.LevelError
+	}
+	log.LogAttrs(context.Background(), level, ev.Type, slog.String("event_type", ev.Type),
+		slog.String("run_id", ev.CycleID), slog.String("step", ev.Step), slog.Any("details", ev.Details))
+}

@@ -1,0 +1,83 @@
+package scheduler
+
+import (
+	"context"
+	"time"
+
+	"github.com/agentrunner/agentrunner"
+)
+
+// runState is what the scheduler keeps of an unfinished run.
+type runState struct {
+	run      *agentrunner.Run
+	pipeline *agentrunner.Pipeline
+	// steps are its step runs by key (step#visit); visits and attempts
+	// the highest visit and attempt number of each step.
+	steps    map[string]*stepState
+	visits   map[string]int
+	attempts map[string]int
+}
+
+func newRunState(r *agentrunner.Run, p *agentrunner.Pipeline) *runState {
+	return &runState{run: r, pipeline: p, steps: map[string]*stepState{}, visits: map[string]int{}, attempts: map[string]int{}}
+}
+
+// live reports whether any step run of the run is unfinished.
+func (rs *runState) live() bool {
+	for _, ss := range rs.steps {
+		if !ss.sr.Status.Finished() {
+			return true
+		}
+	}
+	return false
+}
+
+// latest returns the newest step run of step, nil if there is none.
+func (rs *runState) latest(step string) *stepState {
+	return rs.steps[agentrunner.StepRunKey(step, rs.visits[step])]
+}
+
+// stepState is one step run and its current attempt.
+type stepState struct {
+	sr  *agentrunner.StepRun
+	att *agentrunner.Attempt
+	// cancel stops its running attempt (an abort, or the run failed).
+	cancel context.CancelFunc
+	// interruptions counts the attempts the runner's stopping cut short.
+	interruptions int
+	// deadline is when a waiting gate decides its default.
+	deadline time.Time
+}
+
+// task is an attempt to run.
+type task struct {
+	rs  *runState
+	ss  *stepState
+	att *agentrunner.Attempt
+}
+
+// result is what a worker brings back from an attempt.
+type result struct {
+	task
+	res     *agentrunner.StepResult
+	err     error
+	started time.Time
+}
+
+// batch is what one pass of the loop commits together.
+type batch struct {
+	changes     []*agentrunner.Change
+	transitions int
+	start       []*task
+	delay       []*task
+	consumed    []*agentrunner.Command
+}
+
+func newBatch() *batch { return &batch{} }
+
+// change returns a new change added to the batch.
+func (b *batch) change() *agentrunner.Change {
+	ch := &agentrunner.Change{}
+	b.changes = append(b.changes, ch)
+	return ch
+}
