@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/agentrunner/agentrunner"
 	"github.com/agentrunner/agentrunner/artifact"
@@ -19,7 +20,7 @@ type section struct{ title string }
 func compileSection(title string) (*Extractor, error) {
 	t := strings.TrimSpace(title)
 	switch {
-	case t == "" || strings.ContainsAny(t, "\r\n"):
+	case t == "" || strings.ContainsAny(t, "\r\n") || !utf8.ValidString(t):
 		return nil, agentrunner.Errorf(agentrunner.EINVALID, "label section %q: name a heading's text, on one line", title)
 	case strings.HasPrefix(t, "#"):
 		return nil, agentrunner.Errorf(agentrunner.EINVALID, "label section %q: name the heading's text without its #", title)
@@ -132,7 +133,7 @@ const emphasis = `(?:\*\*|__|\*|_)?`
 func compileField(name string) (*Extractor, error) {
 	n := strings.TrimSpace(name)
 	switch {
-	case n == "" || strings.ContainsAny(n, ":\r\n"):
+	case n == "" || strings.ContainsAny(n, ":\r\n") || !utf8.ValidString(n):
 		return nil, agentrunner.Errorf(agentrunner.EINVALID, "label field %q: name the field as it is written before its colon, on one line (e.g. Verdict)", name)
 	case clean(n) != n:
 		return nil, agentrunner.Errorf(agentrunner.EINVALID, "label field %q: name the field without markdown emphasis", name)

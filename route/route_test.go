@@ -74,6 +74,8 @@ func TestCompileRefuses(t *testing.T) {
 		{"section on two lines", &agentrunner.LabelSource{Section: "Ver\ndict"}, `label section "Ver\ndict": name a heading's text, on one line`},
 		{"field with colon", &agentrunner.LabelSource{Field: "Verdict:"}, `label field "Verdict:": name the field as it is written before its colon, on one line (e.g. Verdict)`},
 		{"blank field", &agentrunner.LabelSource{Field: " "}, `label field " ": name the field as it is written before its colon, on one line (e.g. Verdict)`},
+		{"field not UTF-8", &agentrunner.LabelSource{Field: "\x92"}, `label field "\x92": name the field as it is written before its colon, on one line (e.g. Verdict)`},
+		{"section not UTF-8", &agentrunner.LabelSource{Section: "V\xffrdict"}, `label section "V\xffrdict": name a heading's text, on one line`},
 		{"field with emphasis", &agentrunner.LabelSource{Field: "**Verdict**"}, `label field "**Verdict**": name the field without markdown emphasis`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
