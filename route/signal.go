@@ -87,10 +87,11 @@ var signalKey = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]*$`)
 // marker.
 func parseStatus(l string, marker, at int) (*Signal, error) {
 	s := &Signal{Line: marker}
+	seen := map[string]bool{} // lower-case keys; keys are ASCII
 	for _, part := range strings.Split(strings.Trim(clean(l), "|"), "|") {
 		k, v, ok := strings.Cut(part, "=")
 		k, v = clean(k), clean(v)
-		switch _, dup := s.Get(k); {
+		switch dup := seen[strings.ToLower(k)]; {
 		case !ok || !signalKey.MatchString(k):
 			return nil, invalid("the last SIGNAL BLOCK (line %d): %.60q on line %d is no field Key=Value; expected %s", marker, strings.TrimSpace(part), at, signalFormat)
 		case v == "":
@@ -98,6 +99,7 @@ func parseStatus(l string, marker, at int) (*Signal, error) {
 		case dup:
 			return nil, invalid("the last SIGNAL BLOCK (line %d): its field %s is given twice on line %d", marker, k, at)
 		}
+		seen[strings.ToLower(k)] = true
 		s.Fields = append(s.Fields, SignalField{Key: k, Value: v})
 	}
 	if err := s.required(at); err != nil {
