@@ -42,7 +42,7 @@ func (s *section) read(output []byte) (string, error) {
 		case t == "" || isFence(t):
 			continue
 		case isHeading(t):
-			return "", invalid("section %q (line %d) has no line of its own before its sub-heading %q: expected the label on its first line", s.title, at, t)
+			return "", invalid("section %q (line %d) has no line of its own before its sub-heading %.60q: expected the label on its first line", s.title, at, t)
 		}
 		return stripMarker(t), nil
 	}
