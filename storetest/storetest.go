@@ -42,7 +42,7 @@ func Run(t *testing.T, open func(t *testing.T) agentrunner.Store) {
 		{"CyclePagesByStatus", testCyclePages},
 		{"AuditPages", testAuditPages},
 	}
-	for _, tt := range tests {
+	for _, tt := range append(tests, runTests...) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := open(t)
 			t.Cleanup(func() { s.Close() })
