@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -65,9 +67,20 @@ func compileInputSchema(path, name string) (*jsonschema.Schema, error) {
 	}
 	sch, err := compiler.Compile(path)
 	if err != nil {
-		return nil, fmt.Errorf("%s does not compile: %v", name, err)
+		// The library names the file by its URL: a path of this machine.
+		msg := strings.ReplaceAll(err.Error(), fmt.Sprintf("%q", fileURL(path)), name)
+		return nil, fmt.Errorf("%s does not compile: %s", name, msg)
 	}
 	return sch, nil
+}
+
+// fileURL is the URL the schema library names a file by.
+func fileURL(path string) string {
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(path)}
+	if !strings.HasPrefix(u.Path, "/") {
+		u.Path = "/" + u.Path // a Windows path: file:///C:/...
+	}
+	return u.String() + "#"
 }
 
 // CheckInputs checks a run's inputs against the inputs_schema of the

@@ -62,12 +62,15 @@ func Check(p *agentrunner.Pipeline) error {
 	live, cyclic := reachable(p), Cyclic(p)
 	for _, id := range slices.Sorted(maps.Keys(p.Steps)) {
 		s := p.Steps[id]
+		if id == agentrunner.EndStep {
+			continue // refused by start; no edge can lead to it
+		}
 		c.step(s)
 		if p.Steps[p.Start] != nil && !live[id] {
 			c.add(s, "", "unreachable: no edge leads to it from the start step %q", p.Start)
 		}
 		if cyclic[id] && s.MaxVisits == 0 {
-			c.add(s, "max_visits", "an uncapped loop: it is on a loop (%s) and has no max_visits; every step on a loop needs one", c.loop(id))
+			c.add(s, "max_visits", "an uncapped loop: it is on %s and has no max_visits; every step on a loop needs one", c.loop(id))
 		}
 	}
 	if len(c.faults) == 0 {
@@ -263,9 +266,9 @@ func (c *checker) loop(id string) string {
 	for _, comp := range components(c.p) {
 		if slices.Contains(comp, id) {
 			if len(comp) == 1 {
-				return id + " → " + id
+				return "a loop to itself"
 			}
-			return "with " + strings.Join(slices.DeleteFunc(slices.Clone(comp), func(s string) bool { return s == id }), ", ")
+			return "a loop with " + strings.Join(slices.DeleteFunc(slices.Clone(comp), func(s string) bool { return s == id }), ", ")
 		}
 	}
 	return id

@@ -139,11 +139,12 @@ func selfLoop(s *agentrunner.Step) bool {
 }
 
 // targets lists the steps s has edges to, in edge order, without EndStep
-// and steps the pipeline does not have.
+// (even when a step is wrongly named so) and steps the pipeline does not
+// have.
 func targets(p *agentrunner.Pipeline, s *agentrunner.Step) []string {
 	var to []string
 	for _, e := range s.Edges() {
-		if p.Steps[e.To] != nil && !slices.Contains(to, e.To) {
+		if e.To != agentrunner.EndStep && p.Steps[e.To] != nil && !slices.Contains(to, e.To) {
 			to = append(to, e.To)
 		}
 	}
