@@ -130,7 +130,7 @@ func (v *validator) graphPipeline(name string, p *Pipeline) {
 	switch {
 	case !namePattern.MatchString(name):
 		v.add(key, "pipeline names are lower-case letters, digits, _ and - (they name runs)")
-	case name == c.Name && c.hasLoop():
+	case name == c.Name && c.HasLoop():
 		v.add(key, "%q is the name of the workspace (name: %s), which the learning loop's pipeline: has; choose another name", name, c.Name)
 	}
 	if p == nil {
@@ -300,8 +300,9 @@ func (v *validator) onCap(key string, p *Pipeline, o *OnCap) {
 	}
 }
 
-// hasLoop reports whether the workspace has the learning loop's pipeline:.
-func (c *Config) hasLoop() bool {
+// HasLoop reports whether the workspace has the learning loop's pipeline:
+// (given, or the only pipeline); a workspace of graphs only has none.
+func (c *Config) HasLoop() bool {
 	return len(c.Pipeline.Steps) > 0 || c.given("pipeline") || len(c.Pipelines) == 0
 }
 

@@ -292,3 +292,22 @@ func TestParseGraphs(t *testing.T) {
 		t.Errorf("check's on_cap = %+v, want to decide", got)
 	}
 }
+
+// TestGraphEnvOverrides: keys of pipelines: are overridden by name, like
+// those of agents, and the override is located at its variable.
+func TestGraphEnvOverrides(t *testing.T) {
+	c, err := parse(t, valid+graphDoc, map[string]string{
+		"AGENTRUNNER_PIPELINES_REVIEW_STEPS_FIX_MAX_VISITS": "5",
+		"AGENTRUNNER_PIPELINES_REVIEW_MAX_CONCURRENT_RUNS":  "7",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := c.Graphs()["review"]
+	if g.Steps["fix"].MaxVisits != 5 || g.MaxConcurrentRuns != 7 {
+		t.Errorf("max_visits %d, max_concurrent_runs %d, want 5 and 7", g.Steps["fix"].MaxVisits, g.MaxConcurrentRuns)
+	}
+	if w := c.Where("pipelines.review.steps.fix.max_visits"); w != "environment variable AGENTRUNNER_PIPELINES_REVIEW_STEPS_FIX_MAX_VISITS" {
+		t.Errorf("located at %q", w)
+	}
+}

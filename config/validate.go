@@ -49,7 +49,7 @@ func (c *Config) validate() Problems {
 	for _, name := range slices.Sorted(maps.Keys(c.Agents)) {
 		v.agent(name, c.Agents[name])
 	}
-	if c.hasLoop() {
+	if c.HasLoop() {
 		v.pipeline()
 	}
 	v.graphs()
