@@ -101,17 +101,24 @@ func loop() *agentrunner.Pipeline {
 
 func TestIncoming(t *testing.T) {
 	p := loop()
+	// Two routes and on_cap of one step to the same step are one incoming step.
+	twice := pipeline("a",
+		&agentrunner.Step{ID: "a", Label: &agentrunner.LabelSource{Section: "Verdict"}, MaxVisits: 1, OnCap: agentrunner.CapAction{To: "b"},
+			Routes: []agentrunner.Route{{When: "X", To: "b"}, {When: "Y", To: "b"}}},
+		&agentrunner.Step{ID: "b", Next: "end"})
 	for _, tt := range []struct {
+		p    *agentrunner.Pipeline
 		step string
 		want []string
 	}{
-		{"merge", []string{"code", "web"}},
-		{"review", []string{"fix", "merge"}},
-		{"decide", []string{"review"}}, // its on_cap edge
-		{"lead", nil},
-		{"end", []string{"decide", "review"}},
+		{p, "merge", []string{"code", "web"}},
+		{p, "review", []string{"fix", "merge"}},
+		{p, "decide", []string{"review"}}, // its on_cap edge
+		{p, "lead", nil},
+		{p, "end", []string{"decide", "review"}},
+		{twice, "b", []string{"a"}},
 	} {
-		if diff := cmp.Diff(tt.want, Incoming(p, tt.step)); diff != "" {
+		if diff := cmp.Diff(tt.want, Incoming(tt.p, tt.step)); diff != "" {
 			t.Errorf("Incoming(%s) (-want +got):\n%s", tt.step, diff)
 		}
 	}
