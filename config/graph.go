@@ -3,8 +3,8 @@ package config
 import (
 	"errors"
 	"fmt"
+	"github.com/agentrunner/agentrunner/route"
 	"maps"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -260,29 +260,16 @@ func (v *validator) stepRoutes(key string, s *Step) {
 	}
 }
 
-// label checks that a label source sets exactly one way to read the label.
+// label checks a label source as the scheduler will use it: exactly one
+// way to read the label, and that one well formed (a JSON pointer, a
+// regular expression that compiles, a parser that exists).
 func (v *validator) label(key string, l *Label) {
 	if l == nil {
 		return
 	}
-	n := 0
-	for _, set := range []string{l.Pointer, l.Section, l.Field, l.Regex, l.Parser} {
-		if set != "" {
-			n++
-		}
-	}
-	if n != 1 {
-		v.add(key, "set exactly one of pointer, section, field, regex or parser, got %d", n)
-	}
-	if l.Pointer != "" && !strings.HasPrefix(l.Pointer, "/") {
-		v.add(key+".pointer", "must be a JSON pointer such as /verdict, got %q", l.Pointer)
-	}
-	if l.Regex != "" {
-		if re, err := regexp.Compile(l.Regex); err != nil {
-			v.add(key+".regex", "does not compile: %v", err)
-		} else if re.NumSubexp() > 1 {
-			v.add(key+".regex", "has %d groups; the label is the first group or the whole match, so give at most one", re.NumSubexp())
-		}
+	src := &agentrunner.LabelSource{Pointer: l.Pointer, Section: l.Section, Field: l.Field, Regex: l.Regex, Parser: l.Parser}
+	if _, err := route.Compile(src); err != nil {
+		v.add(key, "%v", err)
 	}
 }
 
