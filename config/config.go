@@ -318,6 +318,10 @@ type Step struct {
 	ID string `yaml:"-"`
 }
 
+// AgentName is the agent an agent step runs ("" for other kinds), for the
+// scheduler's events and attempts.
+func (s *Step) AgentName() string { return s.Agent }
+
 // Route is one of a step's routes: {when: LABEL, to: STEP}, or the default
 // {otherwise: STEP}.
 type Route struct {
