@@ -11,6 +11,7 @@ import (
 	"github.com/agentrunner/agentrunner"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"go.yaml.in/yaml/v3"
 )
 
 // loadProblems loads the test workspace dir and returns its problems, one
@@ -309,5 +310,22 @@ func TestGraphEnvOverrides(t *testing.T) {
 	}
 	if w := c.Where("pipelines.review.steps.fix.max_visits"); w != "environment variable AGENTRUNNER_PIPELINES_REVIEW_STEPS_FIX_MAX_VISITS" {
 		t.Errorf("located at %q", w)
+	}
+}
+
+// TestOnCapMarshal: on_cap is shown (GET /api/config) as it is written.
+func TestOnCapMarshal(t *testing.T) {
+	for _, tt := range []struct {
+		in   OnCap
+		want string
+	}{
+		{OnCap{Halt: true}, "halt\n"},
+		{OnCap{To: "fix"}, "to: fix\n"},
+		{OnCap{Gate: "decide"}, "gate: decide\n"},
+	} {
+		got, err := yaml.Marshal(tt.in)
+		if err != nil || string(got) != tt.want {
+			t.Errorf("Marshal(%+v) = %q, %v; want %q", tt.in, got, err, tt.want)
+		}
 	}
 }
