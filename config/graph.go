@@ -141,7 +141,21 @@ func (v *validator) graphPipeline(name string, p *Pipeline) {
 		v.add(key+".steps", "the pipeline needs at least one step")
 		return
 	}
-	if c.given(key + ".final") {
+	v.graphSettings(key, p)
+	for _, id := range slices.Sorted(maps.Keys(p.Steps)) {
+		v.graphStep(key, p, id)
+	}
+	v.graphInputs(key, p)
+	if len(v.problems) > before {
+		return // the graph check would only repeat what is already said
+	}
+	v.checkGraph(key, c.graph(name, p))
+}
+
+// graphSettings checks the keys of a pipeline under pipelines: other
+// than its steps.
+func (v *validator) graphSettings(key string, p *Pipeline) {
+	if v.c.given(key + ".final") {
 		v.add(key+".final", "final applies to the learning loop's pipeline: only")
 	}
 	if !slices.Contains(runIDFormats, p.RunID) {
@@ -153,14 +167,6 @@ func (v *validator) graphPipeline(name string, p *Pipeline) {
 	if p.Schedule != nil && p.Schedule.Every <= 0 {
 		v.add(key+".schedule.every", "must be positive: the time from one run's start to the next one's")
 	}
-	for _, id := range slices.Sorted(maps.Keys(p.Steps)) {
-		v.graphStep(key, p, id)
-	}
-	v.graphInputs(key, p)
-	if len(v.problems) > before {
-		return // the graph check would only repeat what is already said
-	}
-	v.checkGraph(key, c.graph(name, p))
 }
 
 // checkGraph reports the faults of a pipeline's graph at their steps.
