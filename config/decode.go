@@ -369,3 +369,15 @@ func editDistance(a, b string) int {
 
 // MarshalYAML writes a duration as the string it is read from (90s, 6h).
 func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
+
+// MarshalYAML writes on_cap as it is read: halt, {to: STEP} or {gate: STEP}.
+func (o OnCap) MarshalYAML() (any, error) {
+	if o.Halt {
+		return "halt", nil
+	}
+	type plain struct {
+		To   string `yaml:"to,omitempty"`
+		Gate string `yaml:"gate,omitempty"`
+	}
+	return plain{To: o.To, Gate: o.Gate}, nil
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/agentrunner/agentrunner"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"go.yaml.in/yaml/v3"
 )
 
 // loadProblems loads the test workspace dir and returns its problems, one
@@ -64,7 +65,7 @@ func TestGraphFaults(t *testing.T) {
 			`testdata/graphs/then-one-branch/agentrunner.yaml:12: pipelines.p.steps.a.then: step a: then starts parallel branches and needs at least two; use next for one successor`,
 		}},
 		{"start-not-a-step", []string{
-			`testdata/graphs/start-not-a-step/agentrunner.yaml:9: pipelines.p.start: start "begin" is not a step of the pipeline`,
+			`testdata/graphs/start-not-a-step/agentrunner.yaml:10: pipelines.p.start: start "begin" is not a step of the pipeline`,
 		}},
 		{"reserved-end", []string{
 			`testdata/graphs/reserved-end/agentrunner.yaml:13: pipelines.p.steps.end: step end: "end" is reserved: as an edge's target it ends the branch; give the step another name`,
@@ -102,6 +103,10 @@ func TestGraphFaults(t *testing.T) {
 			`testdata/graphs/step-keys/agentrunner.yaml:27:9: pipelines.p.steps.g.gate: set timeout and default together: the decision taken for the operator when the timeout passes`,
 			`testdata/graphs/step-keys/agentrunner.yaml:29:11: pipelines.p.steps.h.kind: unknown step kind "judge" (supported: agent, gate)`,
 			`testdata/graphs/step-keys/agentrunner.yaml:30:56: pipelines.p.steps.i.on_cap.gate: step "a" is not a gate (kind: gate); use {to: a} to go to another kind of step`,
+			`testdata/graphs/step-keys/agentrunner.yaml:31:29: pipelines.p.steps.k.label.regex: has 2 groups; the label is the first group or the whole match, so give at most one`,
+		}},
+		{"input-not-produced", []string{
+			`testdata/graphs/input-not-produced/agentrunner.yaml:14:11: pipelines.p.steps.b.agent: agent b reads "notes.md", which no step of the pipeline produces`,
 		}},
 		{"inputs-schema", []string{
 			`testdata/graphs/inputs-schema/agentrunner.yaml:21:5: pipelines.broken.inputs_schema: broken.schema.json does not compile: broken.schema.json is not valid against metaschema: jsonschema validation failed with 'https://json-schema.org/draft/2020-12/schema#'
@@ -307,5 +312,22 @@ func TestGraphEnvOverrides(t *testing.T) {
 	}
 	if w := c.Where("pipelines.review.steps.fix.max_visits"); w != "environment variable AGENTRUNNER_PIPELINES_REVIEW_STEPS_FIX_MAX_VISITS" {
 		t.Errorf("located at %q", w)
+	}
+}
+
+// TestOnCapMarshal: on_cap is shown (GET /api/config) as it is written.
+func TestOnCapMarshal(t *testing.T) {
+	for _, tt := range []struct {
+		in   OnCap
+		want string
+	}{
+		{OnCap{Halt: true}, "halt\n"},
+		{OnCap{To: "fix"}, "to: fix\n"},
+		{OnCap{Gate: "decide"}, "gate: decide\n"},
+	} {
+		got, err := yaml.Marshal(tt.in)
+		if err != nil || string(got) != tt.want {
+			t.Errorf("Marshal(%+v) = %q, %v; want %q", tt.in, got, err, tt.want)
+		}
 	}
 }

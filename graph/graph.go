@@ -24,7 +24,9 @@ const (
 // routing label: its then branches, else the route whose when is the
 // label (else its otherwise route), else its next. agentrunner.EndStep in
 // the result ends the branch. A gate's label is its decision; a gate with
-// next goes there on approve and ends the branch on reject.
+// next goes there on approve and ends the branch on reject. (A gate
+// decided "route" goes to the decision's step, which the scheduler
+// follows itself.)
 //
 // A label that no route takes is the step's output's fault, not a passing
 // failure: the error is of class invalid_output (not retried) and names the
