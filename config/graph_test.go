@@ -56,7 +56,7 @@ func TestGraphFaults(t *testing.T) {
 		}},
 		{"gate-no-way-out", []string{
 			`testdata/graphs/gate-no-way-out/agentrunner.yaml:13: pipelines.p.steps.approval.routes: step approval: a gate with no way out on reject: add a route {when: reject, to: STEP} or an otherwise route`,
-			`testdata/graphs/gate-no-way-out/agentrunner.yaml:16: pipelines.p.steps.signoff: step signoff: a gate with no way out: give it next (approve goes there, reject ends the branch) or routes for approve and reject`,
+			`testdata/graphs/gate-no-way-out/agentrunner.yaml:16: pipelines.p.steps.signoff: step signoff: a gate with no way out: give it next (approve goes there, a reject ends the run as failed) or routes for approve and reject`,
 		}},
 		{"routes-without-label", []string{
 			`testdata/graphs/routes-without-label/agentrunner.yaml:12: pipelines.p.steps.review.label: step review: routes without a label source: say where the routing label is read (label: {pointer, section, field, regex or parser})`,
