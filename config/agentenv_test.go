@@ -27,7 +27,7 @@ func TestChildProcessEnvDecodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := []Env{c.Providers["cli"].Env, c.Agents["report"].Env, c.MCPServers["files"].Env, c.Tools["x"].Env, c.Agents["plan"].Env}
+	got := []Env{c.Providers["cli"].Env, c.Agents["report"].Env, c.MCPServers["files"].Env, c.Tools["x"].Settings.(*cliSettings).Env, c.Agents["plan"].Env}
 	want := []Env{
 		{Pass: []string{"ANTHROPIC_API_KEY", "NO_PROXY"}, Set: map[string]string{"CLAUDE_CODE_MAX_OUTPUT_TOKENS": "8000", "NO_COLOR": "1"}},
 		{Pass: []string{"GITHUB_TOKEN"}},

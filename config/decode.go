@@ -72,6 +72,9 @@ type decoder struct {
 	problems Problems
 	// lines maps a key path to the position of its key.
 	lines map[string]string
+	// toolKeys are the keys of each tool's section (by key path) that
+	// its kind decodes.
+	toolKeys map[string][][2]*yaml.Node
 }
 
 func (d *decoder) pos(n *yaml.Node) string {
@@ -124,6 +127,9 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 		return
 	case envType:
 		d.decodeEnv(n, v, path)
+		return
+	case toolType:
+		d.decodeTool(n, v, path)
 		return
 	case jsonType:
 		var x any
