@@ -134,6 +134,12 @@ func TestIsOverride(t *testing.T) {
 		"AGENTRUNNER_AGENTS_REPORT_RETRIES_MAX":       true,
 		"AGENTRUNNER_PROVIDERS_CLI_ENV_PASS":          true,
 		"AGENTRUNNER_TOOLS_WEB_SEARCH_BASE_URL":       true,
+		"AGENTRUNNER_TOOLS_FEED_BINARY":               true, // a key of a kind, which config does not know
+		"AGENTRUNNER_TOOLS_TA_EMA_PERIODS":            true,
+		"AGENTRUNNER_TOOLS_X_RETRIES_MAX":             true,
+		"AGENTRUNNER_TOOLS_WEB_SEARCH_API_KEY":        false, // a secret named so, not a key
+		"AGENTRUNNER_TOOLS_FEED_AUTH_TOKEN":           false,
+		"AGENTRUNNER_TOOLS_X_RETRIES":                 false,
 		"AGENTRUNNER_EXECUTION_SERVICE_URL":           true,
 		"AGENTRUNNER_SERVER_AUTH_JWT_SECRET_ENV":      true,
 		"AGENTRUNNER_KEY_ALICE":                       false, // an operator's API key, named so
