@@ -33,6 +33,9 @@ func (s *apiSettings) Check(report Reporter) {
 	if s.APIKeyEnv != "" && !IsEnvName(s.APIKeyEnv) {
 		report("api_key_env", "%q is not an environment variable name", s.APIKeyEnv)
 	}
+	if len(s.Limits) > 3 {
+		report("", "at most 3 limits, got %d", len(s.Limits))
+	}
 }
 
 // testKinds are hand-written kinds named as the built-in ones, which this
@@ -111,11 +114,12 @@ func TestToolKindKeysAreStrict(t *testing.T) {
 		},
 		{
 			name:  "a kind's check",
-			tools: "tools:\n  web_search: {base_url: \"ftp://x\"}\n  web_fetch: {}\n",
+			tools: "tools:\n  web_search: {base_url: \"ftp://x\", limits: [1, 2, 3, 4]}\n  web_fetch: {}\n",
 			env:   map[string]string{"AGENTRUNNER_TOOLS_WEB_SEARCH_API_KEY_ENV": "the key"},
 			want: []string{
 				`agentrunner.yaml:35:16: tools.web_search.base_url: want an http or https URL, got "ftp://x"`,
 				`environment variable AGENTRUNNER_TOOLS_WEB_SEARCH_API_KEY_ENV: tools.web_search.api_key_env: "the key" is not an environment variable name`,
+				`agentrunner.yaml:35:3: tools.web_search: at most 3 limits, got 4`,
 			},
 		},
 		{

@@ -336,7 +336,7 @@ func (v *validator) tool(name string, t *Tool) {
 	}
 	v.problems = append(v.problems, v.c.toolProblems[name]...)
 	if t.Settings != nil {
-		t.Settings.Check(func(sub, format string, args ...any) { v.add(join(key, sub), format, args...) })
+		t.Settings.Check(func(sub, format string, args ...any) { v.add(strings.TrimSuffix(join(key, sub), "."), format, args...) })
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/agentrunner/agentrunner/tool"
 	"github.com/agentrunner/agentrunner/workspace"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // echoSettings are the settings of a kind of tool that exists only in this
@@ -171,4 +172,58 @@ func mustRead(t *testing.T, path string) string {
 // at is a problem's position: file:line:column.
 func at(path string, line, col int) string {
 	return fmt.Sprintf("%s:%d:%d", path, line, col)
+}
+
+// TestBuiltinKindsCheckTheirKeys: each built-in kind decodes and checks
+// its own keys, and a key of another kind is named as such, each at the
+// line of the key.
+func TestBuiltinKindsCheckTheirKeys(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := crypton.Write(dir, true, "mock"); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, config.FileName)
+	inserts := []struct{ after, key, want string }{
+		{"    api_key_env: BRAVE_API_KEY\n", "    api_key_env: \"sk-live abc\"\n",
+			`tools.web_search.api_key_env: "sk-live abc" is not an environment variable name (give the name of the variable that holds the key, not the key)`},
+		{"  web_fetch:\n", "    max_redirects: -1\n", `tools.web_fetch.max_redirects: must not be negative, got -1`},
+		{"  bird:\n", "    env: {set: {AUTH_TOKEN: abc}}\n",
+			`tools.bird.env.set.AUTH_TOKEN: AUTH_TOKEN looks like a secret: do not write it in the file; put it in the runner's environment and pass it by name (env: {pass: [AUTH_TOKEN]})`},
+		{"  current_position:\n", "    base_url: \"https://exec.example\"\n",
+			`tools.current_position.base_url: applies to tools of kind technical_indicators, web_search, not current_position`},
+		{"  technical_indicators:\n", "    ema_periods: [20, 0]\n", `tools.technical_indicators.ema_periods[1]: must be at least 1`},
+	}
+	edit(t, path, inserts[0].after, inserts[0].key) // the example gives it: replaced
+	for _, in := range inserts[1:] {
+		edit(t, path, in.after, in.after+in.key)
+	}
+	_, err := Builtin().Load(path)
+	var ps config.Problems
+	if !errors.As(err, &ps) {
+		t.Fatalf("err = %v, want Problems", err)
+	}
+	lines := strings.Split(mustRead(t, path), "\n")
+	var want []string
+	for _, in := range inserts {
+		line := slicesIndex(lines, strings.TrimSuffix(in.key, "\n")) + 1
+		want = append(want, fmt.Sprintf("%s:%d", path, line)+": "+in.want)
+	}
+	var got []string
+	for _, p := range ps {
+		where, _, _ := strings.Cut(strings.TrimPrefix(p.Where, path+":"), ":") // file:line, without the column
+		got = append(got, path+":"+where+": "+p.Key+": "+p.Message)
+	}
+	if diff := cmp.Diff(want, got, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+}
+
+// slicesIndex is the index of the line s, or -2 so the line reads -1.
+func slicesIndex(lines []string, s string) int {
+	for i, l := range lines {
+		if l == s {
+			return i
+		}
+	}
+	return -2
 }

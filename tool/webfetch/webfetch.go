@@ -90,8 +90,11 @@ type Settings struct {
 // Check reports negative limits; allowed hosts are checked when the tool
 // is built.
 func (s *Settings) Check(report config.Reporter) {
-	if s.MaxBytes < 0 || s.MaxRedirects < 0 {
-		report("", "max_bytes and max_redirects must not be negative")
+	if s.MaxBytes < 0 {
+		report("max_bytes", "must not be negative, got %d", s.MaxBytes)
+	}
+	if s.MaxRedirects < 0 {
+		report("max_redirects", "must not be negative, got %d", s.MaxRedirects)
 	}
 }
 
