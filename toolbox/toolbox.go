@@ -1,7 +1,9 @@
 // Package toolbox builds the tool registry from configuration: each
 // declared tool's built-in implementation, with the timeouts, retries and
 // breaker the configuration gives it, and the tools of external MCP
-// servers (FR-102/103).
+// servers (FR-102/103). Builtin is the table of tool kinds: a new kind's
+// package owns its settings type, and one entry there joins it to the
+// configuration and to the runner.
 package toolbox
 
 import (
