@@ -175,13 +175,3 @@ func (t Tool) MarshalYAML() (any, error) {
 
 // IsEnvName reports whether name is the name of an environment variable.
 func IsEnvName(name string) bool { return envNamePattern.MatchString(name) }
-
-// CheckEnv reports what is wrong with the env of a child process at key:
-// names, the runner's own variables, and secrets written in the file.
-func CheckEnv(report Reporter, key string, e Env) { checkEnv(report, key, e) }
-
-// CheckURL reports at key a raw URL that is not http(s) with a host.
-func CheckURL(report Reporter, key, raw string) { checkURL(report, key, raw) }
-
-// Empty reports whether e gives nothing.
-func (e Env) Empty() bool { return len(e.Pass) == 0 && len(e.Set) == 0 }

@@ -125,7 +125,7 @@ func (v *validator) provider(name string, p *Provider) {
 }
 
 // empty reports whether e gives nothing.
-func (e Env) empty() bool { return e.Empty() }
+func (e Env) empty() bool { return len(e.Pass) == 0 && len(e.Set) == 0 }
 
 // secretWords are the parts of a variable name (split at "_") that say it
 // holds a secret, so its value must not be written in the file.
@@ -156,9 +156,11 @@ func reservedEnv(name string) bool {
 
 // env checks what a child process is given: names, and no secret written
 // in the file.
-func (v *validator) env(key string, e Env) { checkEnv(v.add, key, e) }
+func (v *validator) env(key string, e Env) { CheckEnv(v.add, key, e) }
 
-func checkEnv(add Reporter, key string, e Env) {
+// CheckEnv reports what is wrong with the env of a child process at key:
+// names, the runner's own variables, and secrets written in the file.
+func CheckEnv(add Reporter, key string, e Env) {
 	for i, name := range e.Pass {
 		k := fmt.Sprintf("%s.pass[%d]", key, i)
 		switch {
@@ -512,9 +514,10 @@ func (v *validator) mcpTool(tool string) string {
 }
 
 // url checks an http(s) URL.
-func (v *validator) url(key, raw string) { checkURL(v.add, key, raw) }
+func (v *validator) url(key, raw string) { CheckURL(v.add, key, raw) }
 
-func checkURL(add Reporter, key, raw string) {
+// CheckURL reports at key a raw URL that is not http(s) with a host.
+func CheckURL(add Reporter, key, raw string) {
 	if u, err := url.Parse(raw); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		add(key, "want an http or https URL, got %q", raw)
 	}
