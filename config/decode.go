@@ -74,6 +74,9 @@ type decoder struct {
 	problems Problems
 	// lines maps a key path to the position of its key.
 	lines map[string]string
+	// toolKeys are the keys of each tool's section (by key path) that
+	// its kind decodes.
+	toolKeys map[string][][2]*yaml.Node
 }
 
 func (d *decoder) pos(n *yaml.Node) string {
@@ -129,6 +132,9 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 		return
 	case onCapType:
 		d.decodeOnCap(n, v, path)
+		return
+	case toolType:
+		d.decodeTool(n, v, path)
 		return
 	case jsonType:
 		var x any

@@ -3,7 +3,6 @@ package config
 import (
 	"fmt"
 	"path/filepath"
-	"slices"
 	"time"
 )
 
@@ -34,7 +33,6 @@ const (
 	DefaultRepairTurns      = 1    // turns to fix invalid output
 	DefaultModelTimeout     = 2 * time.Minute
 	DefaultToolTimeout      = 30 * time.Second // web operations (FR-114)
-	DefaultDataToolTimeout  = 10 * time.Second // data queries (FR-114)
 	DefaultToolRetries      = 2
 	DefaultToolBackoff      = time.Second
 	DefaultBreakerFailures  = 5
@@ -63,9 +61,6 @@ const (
 	DefaultMaxHeaderBytes    = 32 << 10
 	DefaultMaxConnections    = 1024
 )
-
-// DataTools are the tool kinds whose default timeout is a data query's.
-var DataTools = []string{"current_position", "technical_indicators"}
 
 // APIKeyEnvDefaults are the variables model providers read their key from
 // when api_key_env is not set, as the official SDKs do.
@@ -155,11 +150,7 @@ func (c *Config) WithDefaults() {
 		t.Name = name
 		key := "tools." + name
 		orDefault(c, key+".kind", &t.Kind, name)
-		timeout := DefaultToolTimeout
-		if slices.Contains(DataTools, t.Kind) {
-			timeout = DefaultDataToolTimeout
-		}
-		orDefault(c, key+".timeout", &t.Timeout, Duration(timeout))
+		orDefault(c, key+".timeout", &t.Timeout, Duration(DefaultToolTimeout))
 		if t.Retries == nil {
 			t.Retries = &Retries{}
 		}

@@ -25,7 +25,7 @@ func newValidateCommand() *cobra.Command {
 template and JSON Schema, and reports every problem it finds. Exit status 1 if any.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := config.Load(path)
+			cfg, err := loadConfig(path)
 			var problems config.Problems
 			if err != nil && !errors.As(err, &problems) {
 				return failureError(err)

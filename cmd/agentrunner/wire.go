@@ -28,9 +28,13 @@ import (
 	"github.com/agentrunner/agentrunner/workspace"
 )
 
+// loadConfig reads the configuration with the settings of the tool kinds
+// this program builds.
+func loadConfig(path string) (*config.Config, error) { return toolbox.Builtin().Load(path) }
+
 // loadWorkspace reads the configuration and every file it names.
 func loadWorkspace(path string) (*workspace.Workspace, error) {
-	cfg, err := config.Load(path)
+	cfg, err := loadConfig(path)
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +154,7 @@ func processToolKeys(cfg *config.Config, provider string) config.Problems {
 			continue
 		}
 		for i, t := range a.Tools {
-			for _, need := range toolbox.Needs(cfg, t) {
+			for _, need := range toolbox.Needs(cfg, nil, t) {
 				if !slices.Contains(passed, need) && !slices.Contains(a.Env.Pass, need) {
 					problems = append(problems, problem(cfg, fmt.Sprintf("agents.%s.tools[%d]", name, i), fmt.Errorf(
 						"%s needs %s, which this process agent's env does not pass: its tools run in its environment; "+
@@ -186,9 +190,11 @@ func buildExec(cfg *config.Config, lookupEnv func(string) (string, bool)) (*exec
 // they are redacted wherever a call would show them.
 func toolSecrets(cfg *config.Config, lookupEnv func(string) (string, bool)) []string {
 	var secrets []string
-	for _, t := range cfg.Tools {
-		if v, _ := lookupEnv(t.APIKeyEnv); t.APIKeyEnv != "" && v != "" {
-			secrets = append(secrets, v)
+	for _, name := range slices.Sorted(maps.Keys(cfg.Tools)) {
+		for _, need := range toolbox.Needs(cfg, nil, name) {
+			if v, _ := lookupEnv(need); v != "" {
+				secrets = append(secrets, v)
+			}
 		}
 	}
 	for _, m := range cfg.MCPServers {

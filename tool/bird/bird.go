@@ -79,10 +79,28 @@ const Parameters = `{
   "additionalProperties": false
 }`
 
+// Settings are the keys of a bird tool's section besides those every tool
+// has.
+type Settings struct {
+	// Binary is the bird program; default DefaultBinary (found in PATH).
+	Binary string `yaml:"binary"`
+	// Env is what the program gets besides the base variables and the
+	// credentials it reads (AUTH_TOKEN, CT0 and their TWITTER_ forms).
+	Env config.Env `yaml:"env"`
+}
+
+// Check reports an env that names or sets variables it must not.
+func (s *Settings) Check(report config.Reporter) { config.CheckEnv(report, "env", s.Env) }
+
+// ToolKind is what configuration knows of the kind: its settings.
+func ToolKind() config.ToolKind {
+	return config.ToolKind{Timeout: DefaultTimeout, Settings: func() config.ToolSettings { return &Settings{} }}
+}
+
 // Check tells whether the configured binary can be run, so the runner can
 // refuse to start an agent that may use the tool rather than fail on its
 // first call. cfg may be nil.
-func Check(cfg *config.Tool) error {
+func Check(cfg *Settings) error {
 	bin := binary(cfg)
 	path, err := exec.LookPath(bin)
 	if err != nil {
@@ -98,38 +116,41 @@ func Check(cfg *config.Tool) error {
 	return nil
 }
 
-func binary(cfg *config.Tool) string {
+func binary(cfg *Settings) string {
 	if cfg != nil && cfg.Binary != "" {
 		return cfg.Binary
 	}
 	return DefaultBinary
 }
 
-// New returns the tool's Spec and Handler. cfg may be nil (all defaults).
-// New does not look for the binary: Check does.
-func New(cfg *config.Tool) (tool.Spec, tool.Handler, error) {
-	return newTool(cfg, time.Now)
+// New returns the tool's Spec and Handler. cfg and set may be nil (all
+// defaults). New does not look for the binary: Check does.
+func New(cfg *config.Tool, set *Settings) (tool.Spec, tool.Handler, error) {
+	return newTool(cfg, set, time.Now)
 }
 
 // newTool is New with the clock that turns a rate limit's reset time into
 // a wait.
-func newTool(cfg *config.Tool, now func() time.Time) (tool.Spec, tool.Handler, error) {
+func newTool(cfg *config.Tool, set *Settings, now func() time.Time) (tool.Spec, tool.Handler, error) {
 	if cfg == nil {
 		cfg = &config.Tool{}
+	}
+	if set == nil {
+		set = &Settings{}
 	}
 	spec, err := tool.FromConfig(tool.Spec{Name: Kind, Description: Description, Parameters: json.RawMessage(Parameters),
 		Timeout: DefaultTimeout, Retries: DefaultRetries, Backoff: DefaultBackoff}, cfg)
 	if err != nil {
 		return tool.Spec{}, nil, err
 	}
-	if strings.ContainsAny(binary(cfg), "\x00\n") {
-		return tool.Spec{}, nil, fmt.Errorf("%s: binary %q is not a program name or path", spec.Name, binary(cfg))
+	if strings.ContainsAny(binary(set), "\x00\n") {
+		return tool.Spec{}, nil, fmt.Errorf("%s: binary %q is not a program name or path", spec.Name, binary(set))
 	}
-	env := childenv.Spec{Pass: slices.Concat(secretEnv, cfg.Env.Pass), Set: maps.Clone(cfg.Env.Set)}
+	env := childenv.Spec{Pass: slices.Concat(secretEnv, set.Env.Pass), Set: maps.Clone(set.Env.Set)}
 	if problems := childenv.Check(env); len(problems) > 0 {
 		return tool.Spec{}, nil, fmt.Errorf("%s: env: %s", spec.Name, strings.Join(problems, "; "))
 	}
-	return spec, &handler{name: spec.Name, binary: binary(cfg), env: env, now: now}, nil
+	return spec, &handler{name: spec.Name, binary: binary(set), env: env, now: now}, nil
 }
 
 type handler struct {

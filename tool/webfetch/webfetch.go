@@ -75,12 +75,43 @@ const parameters = `{
   "additionalProperties": false
 }`
 
-// New builds the tool from its configuration (nil means all defaults).
-// web_fetch needs no secret, so lookupEnv is not used; it is there so
+// Settings are the keys of a web_fetch tool's section besides those every
+// tool has.
+type Settings struct {
+	// AllowHosts lets the tool reach these hosts (host or host:port) even
+	// when they resolve to private addresses.
+	AllowHosts []string `yaml:"allow_hosts"`
+	// MaxBytes bounds a fetched body; default DefaultMaxBytes.
+	MaxBytes int `yaml:"max_bytes"`
+	// MaxRedirects bounds redirects; default DefaultMaxRedirects.
+	MaxRedirects int `yaml:"max_redirects"`
+}
+
+// Check reports negative limits; allowed hosts are checked when the tool
+// is built.
+func (s *Settings) Check(report config.Reporter) {
+	if s.MaxBytes < 0 {
+		report("max_bytes", "must not be negative, got %d", s.MaxBytes)
+	}
+	if s.MaxRedirects < 0 {
+		report("max_redirects", "must not be negative, got %d", s.MaxRedirects)
+	}
+}
+
+// ToolKind is what configuration knows of the kind: its settings.
+func ToolKind() config.ToolKind {
+	return config.ToolKind{Timeout: DefaultTimeout, Settings: func() config.ToolSettings { return &Settings{} }}
+}
+
+// New builds the tool from its configuration and settings (nil means all
+// defaults). web_fetch needs no secret, so lookupEnv is not used; it is there so
 // every web tool is built the same way.
-func New(cfg *config.Tool, lookupEnv func(string) (string, bool)) (tool.Spec, tool.Handler, error) {
+func New(cfg *config.Tool, set *Settings, lookupEnv func(string) (string, bool)) (tool.Spec, tool.Handler, error) {
 	if cfg == nil {
 		cfg = &config.Tool{}
+	}
+	if set == nil {
+		set = &Settings{}
 	}
 	name := cfg.Name
 	if name == "" {
@@ -94,7 +125,7 @@ func New(cfg *config.Tool, lookupEnv func(string) (string, bool)) (tool.Spec, to
 	if err != nil {
 		return tool.Spec{}, nil, err
 	}
-	f, err := newFetcher(name, cfg, spec.Timeout)
+	f, err := newFetcher(name, set, spec.Timeout)
 	if err != nil {
 		return tool.Spec{}, nil, err
 	}
@@ -115,7 +146,7 @@ var _ tool.Handler = (*fetcher)(nil)
 
 // newFetcher builds the HTTP client: the guard's dialer, no proxy, and a
 // redirect policy that re-checks every hop.
-func newFetcher(name string, cfg *config.Tool, timeout time.Duration) (*fetcher, error) {
+func newFetcher(name string, cfg *Settings, timeout time.Duration) (*fetcher, error) {
 	if cfg.MaxBytes < 0 {
 		return nil, fmt.Errorf("tool %q: max_bytes %d is negative", name, cfg.MaxBytes)
 	}

@@ -91,14 +91,51 @@ const parameters = `{
 // freshness maps recency to Brave's freshness parameter.
 var freshness = map[string]string{"day": "pd", "week": "pw", "month": "pm", "year": "py"}
 
-// New builds the tool from its configuration (nil means all defaults).
-// lookupEnv reads secrets (os.LookupEnv in production; nil means that). It
+// Settings are the keys of a web_search tool's section besides those
+// every tool has.
+type Settings struct {
+	// BaseURL of the Brave Search API; default DefaultBaseURL.
+	BaseURL string `yaml:"base_url"`
+	// APIKeyEnv names the variable holding the API key; default
+	// DefaultAPIKeyEnv.
+	APIKeyEnv string `yaml:"api_key_env"`
+}
+
+// Check reports a base URL that is not http(s) and a key variable that is
+// not a variable's name (the key itself, pasted by mistake).
+func (s *Settings) Check(report config.Reporter) {
+	if s.BaseURL != "" {
+		config.CheckURL(report, "base_url", s.BaseURL)
+	}
+	if s.APIKeyEnv != "" && !config.IsEnvName(s.APIKeyEnv) {
+		report("api_key_env", "%q is not an environment variable name (give the name of the variable that holds the key, not the key)", s.APIKeyEnv)
+	}
+}
+
+// ToolKind is what configuration knows of the kind: its settings.
+func ToolKind() config.ToolKind {
+	return config.ToolKind{Timeout: DefaultTimeout, Settings: func() config.ToolSettings { return &Settings{} }}
+}
+
+// KeyEnv is the variable the tool reads its API key from.
+func (s *Settings) KeyEnv() string {
+	if s == nil || s.APIKeyEnv == "" {
+		return DefaultAPIKeyEnv
+	}
+	return s.APIKeyEnv
+}
+
+// New builds the tool from its configuration and settings (nil means all
+// defaults). lookupEnv reads secrets (os.LookupEnv in production; nil means that). It
 // fails with an error naming the variable when the API key is missing
 // (FR-139). The key is read again on each call, so a changed variable
 // takes effect without a restart (FR-140).
-func New(cfg *config.Tool, lookupEnv func(string) (string, bool)) (tool.Spec, tool.Handler, error) {
+func New(cfg *config.Tool, set *Settings, lookupEnv func(string) (string, bool)) (tool.Spec, tool.Handler, error) {
 	if cfg == nil {
 		cfg = &config.Tool{}
+	}
+	if set == nil {
+		set = &Settings{}
 	}
 	if lookupEnv == nil {
 		lookupEnv = os.LookupEnv
@@ -110,7 +147,7 @@ func New(cfg *config.Tool, lookupEnv func(string) (string, bool)) (tool.Spec, to
 	if cfg.Kind != "" && cfg.Kind != Kind {
 		return tool.Spec{}, nil, fmt.Errorf("tool %q: kind is %q, not %s", name, cfg.Kind, Kind)
 	}
-	base := cfg.BaseURL
+	base := set.BaseURL
 	if base == "" {
 		base = DefaultBaseURL
 	}
@@ -118,10 +155,7 @@ func New(cfg *config.Tool, lookupEnv func(string) (string, bool)) (tool.Spec, to
 	if err != nil {
 		return tool.Spec{}, nil, fmt.Errorf("tool %q: base_url: %w", name, err)
 	}
-	keyEnv := cfg.APIKeyEnv
-	if keyEnv == "" {
-		keyEnv = DefaultAPIKeyEnv
-	}
+	keyEnv := set.KeyEnv()
 	key, err := readKey(lookupEnv, keyEnv)
 	if err != nil {
 		return tool.Spec{}, nil, fmt.Errorf("tool %q: %w", name, err)
