@@ -14,6 +14,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/agentrunner/agentrunner/internal/clip"
 )
 
 // Headers of a delivery besides SignatureHeader.
@@ -74,7 +76,7 @@ func NewSender(rawURL string, secret []byte, timeout time.Duration) (*Sender, er
 	}
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":
-		return nil, fmt.Errorf("webhook URL: scheme must be http or https, got %q", clip(u.Scheme, 20))
+		return nil, fmt.Errorf("webhook URL: scheme must be http or https, got %q", clip.String(u.Scheme, 20))
 	case u.Host == "" || u.Hostname() == "":
 		return nil, errors.New("webhook URL: host is missing")
 	case u.User != nil:
@@ -159,7 +161,7 @@ func (e *DeliveryError) Unwrap() error { return e.err }
 // delivered (nil); anything else is a *DeliveryError saying whether to try
 // again. A body that breaks the contract is refused before anything is sent.
 func (s *Sender) Deliver(ctx context.Context, id, kind string, body []byte, now time.Time) error {
-	what := fmt.Sprintf("deliver webhook event %q (kind %q) to %s", clip(id, 80), clip(kind, 40), s.target)
+	what := fmt.Sprintf("deliver webhook event %q (kind %q) to %s", clip.String(id, 80), clip.String(kind, 40), s.target)
 	if err := checkDelivery(id, kind, body, now); err != nil {
 		return s.fail(false, what, err)
 	}
@@ -303,5 +305,5 @@ func (s *Sender) clean(t string, cut bool) string {
 		}
 		return r
 	}, t)
-	return clip(strings.Join(strings.Fields(t), " "), maxSnippet)
+	return clip.String(strings.Join(strings.Fields(t), " "), maxSnippet)
 }

@@ -27,6 +27,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/agentrunner/agentrunner/config"
+	"github.com/agentrunner/agentrunner/internal/clip"
 	"github.com/agentrunner/agentrunner/tool"
 )
 
@@ -455,10 +456,7 @@ func upstreamMessage(body []byte, key string) string {
 		msg = strings.ReplaceAll(msg, key, "[redacted]")
 	}
 	msg = strings.Join(strings.FieldsFunc(msg, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }), " ")
-	if utf8.RuneCountInString(msg) > maxMessage {
-		msg = string([]rune(msg)[:maxMessage]) + "…"
-	}
-	return msg
+	return clip.Runes(msg, maxMessage)
 }
 
 // Result is one normalised search result (FR-118), what the model gets.
