@@ -9,13 +9,13 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/agentrunner/agentrunner/internal/clip"
+	"github.com/agentrunner/agentrunner/internal/retryafter"
 )
 
 // Headers of a delivery besides SignatureHeader.
@@ -194,7 +194,8 @@ func (s *Sender) Deliver(ctx context.Context, id, kind string, body []byte, now 
 	switch {
 	case code == http.StatusRequestTimeout, code == http.StatusTooManyRequests, code >= 500:
 		e.Retryable = true
-		if wait, ok := retryAfter(resp.Header.Get("Retry-After"), now); ok {
+		if wait, ok := retryafter.Parse(resp.Header.Get("Retry-After"), now); ok {
+			wait = min(wait, maxRetryAfter)
 			e.RetryAfter = wait
 			e.msg += fmt.Sprintf(", retry after %s", wait)
 		}
@@ -257,30 +258,6 @@ func (s *Sender) fail(retryable bool, what string, err error) *DeliveryError {
 		err = ue.Err
 	}
 	return &DeliveryError{Retryable: retryable, msg: what, err: err, cause: s.clean(err.Error(), false)}
-}
-
-// retryAfter reads a Retry-After header: seconds, or an HTTP date relative
-// to now.
-func retryAfter(v string, now time.Time) (time.Duration, bool) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0, false
-	}
-	var d time.Duration
-	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if secs <= 0 {
-			return 0, false
-		}
-		d = time.Duration(min(secs, int64(maxRetryAfter/time.Second))) * time.Second
-	} else if t, err := http.ParseTime(v); err == nil {
-		d = t.Sub(now)
-	} else {
-		return 0, false
-	}
-	if d <= 0 {
-		return 0, false
-	}
-	return min(d, maxRetryAfter), true
 }
 
 // clean makes text from outside safe for one log line: the hidden texts

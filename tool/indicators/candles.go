@@ -21,6 +21,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentrunner/agentrunner/internal/clip"
+	"github.com/agentrunner/agentrunner/internal/retryafter"
 	"github.com/agentrunner/agentrunner/tool"
 )
 
@@ -199,8 +200,8 @@ func binanceStatusError(resp *http.Response, body []byte, asset, symbol string, 
 		return fmt.Errorf("asset %s is not listed on the market data provider against USDT (no symbol %s); check the ticker", asset, symbol)
 	case code == http.StatusTooManyRequests || code == http.StatusTeapot:
 		err := fmt.Errorf("the market data provider is rate limiting requests (HTTP %d)%s", code, detail)
-		if wait, ok := retryAfter(resp.Header.Get("Retry-After"), now); ok {
-			return tool.RetryAfter(err, wait)
+		if wait, ok := retryafter.Parse(resp.Header.Get("Retry-After"), now); ok {
+			return tool.RetryAfter(err, min(wait, maxRetryAfter))
 		}
 		return tool.Transient(err)
 	case code >= 500:
@@ -216,29 +217,6 @@ func binanceStatusError(resp *http.Response, body []byte, asset, symbol string, 
 
 // maxRetryAfter bounds a Retry-After wait taken from an answer.
 const maxRetryAfter = 24 * time.Hour
-
-// retryAfter reads a Retry-After header: seconds, or an HTTP date.
-func retryAfter(v string, now time.Time) (time.Duration, bool) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0, false
-	}
-	var d time.Duration
-	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if secs < 0 {
-			return 0, false
-		}
-		d = time.Duration(min(secs, int64(maxRetryAfter/time.Second))) * time.Second
-	} else if t, err := http.ParseTime(v); err == nil {
-		d = t.Sub(now)
-	} else {
-		return 0, false
-	}
-	if d <= 0 {
-		return 0, false
-	}
-	return min(d, maxRetryAfter), true
-}
 
 // parseKlines decodes Binance's array of arrays: [open time (ms), open,
 // high, low, close, volume, close time, ...], prices as decimal strings.

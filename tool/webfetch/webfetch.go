@@ -21,12 +21,12 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/agentrunner/agentrunner/config"
+	"github.com/agentrunner/agentrunner/internal/retryafter"
 	"github.com/agentrunner/agentrunner/tool"
 )
 
@@ -322,7 +322,7 @@ func (f *fetcher) statusError(resp *http.Response, final *url.URL) error {
 	err := fmt.Errorf("fetching %s failed: HTTP %d %s", safeURL(final), code, http.StatusText(code))
 	switch {
 	case code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable:
-		if wait, ok := f.retryAfter(resp.Header.Get("Retry-After")); ok {
+		if wait, ok := retryafter.Parse(resp.Header.Get("Retry-After"), f.now()); ok {
 			if wait > maxRetryAfter {
 				return fmt.Errorf("%w; the server asks to wait %s", err, wait.Round(time.Second))
 			}
@@ -337,22 +337,6 @@ func (f *fetcher) statusError(resp *http.Response, final *url.URL) error {
 	default:
 		return err
 	}
-}
-
-// retryAfter parses a Retry-After header: seconds or an HTTP date.
-func (f *fetcher) retryAfter(v string) (time.Duration, bool) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0, false
-	}
-	if secs, err := strconv.ParseInt(v, 10, 32); err == nil && secs >= 0 {
-		return time.Duration(secs) * time.Second, secs > 0
-	}
-	if at, err := http.ParseTime(v); err == nil {
-		wait := at.Sub(f.now())
-		return wait, wait > 0
-	}
-	return 0, false
 }
 
 // requestError classifies a failed request: refusals, bad certificates,

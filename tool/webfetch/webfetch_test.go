@@ -265,6 +265,7 @@ func TestFetchFailures(t *testing.T) {
 		{name: "429 with retry-after", path: "/status/429?retry_after=7", want: "HTTP 429", transient: true, wait: 7 * time.Second},
 		{name: "503 with a date", path: "/status/503?retry_after=" + url.QueryEscape(now.Add(time.Minute).Format(http.TimeFormat)), want: "HTTP 503", transient: true, wait: time.Minute},
 		{name: "429 asking too long", path: "/status/429?retry_after=86400", want: "asks to wait 24h0m0s"},
+		{name: "429 asking beyond any bound", path: "/status/429?retry_after=99999999999", want: "asks to wait"},
 		{name: "429 plain", path: "/status/429", want: "HTTP 429", transient: true},
 	}
 	for _, tt := range tests {

@@ -28,6 +28,7 @@ import (
 
 	"github.com/agentrunner/agentrunner/config"
 	"github.com/agentrunner/agentrunner/internal/clip"
+	"github.com/agentrunner/agentrunner/internal/retryafter"
 	"github.com/agentrunner/agentrunner/tool"
 )
 
@@ -379,13 +380,8 @@ func (s *searcher) rateLimited(h http.Header, detail string) error {
 	if len(resets) > 0 && resets[0] >= 0 {
 		return s.withWait(err, time.Duration(resets[0])*time.Second)
 	}
-	if ra := strings.TrimSpace(h.Get("Retry-After")); ra != "" {
-		if secs, perr := strconv.ParseInt(ra, 10, 64); perr == nil && secs >= 0 && secs < math.MaxInt32 {
-			return s.withWait(err, time.Duration(secs)*time.Second)
-		}
-		if at, perr := http.ParseTime(ra); perr == nil {
-			return s.withWait(err, max(at.Sub(s.now()), 0))
-		}
+	if wait, ok := retryafter.Parse(h.Get("Retry-After"), s.now()); ok {
+		return s.withWait(err, wait)
 	}
 	return tool.Transient(err)
 }
