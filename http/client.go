@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"mime"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -20,6 +19,7 @@ import (
 	"github.com/agentrunner/agentrunner"
 	"github.com/agentrunner/agentrunner/engine"
 	"github.com/agentrunner/agentrunner/internal/clip"
+	"github.com/agentrunner/agentrunner/internal/neterr"
 	"github.com/agentrunner/agentrunner/mailbox"
 )
 
@@ -646,12 +646,8 @@ func (c *Client) transportError(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return &agentrunner.Error{Code: agentrunner.EUNAVAILABLE, Message: "the request was stopped", Err: ctx.Err()}
 	}
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		err = ue.Err // the message names the server already
-	}
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
+	err = neterr.Unwrap(err) // the message names the server already
+	if neterr.Classify(err) == neterr.Timeout {
 		return &agentrunner.Error{Code: agentrunner.EUNAVAILABLE, Message: fmt.Sprintf("the agentrunner server at %s did not answer in time", c.base), Err: redactErr{err, c.key}}
 	}
 	return &agentrunner.Error{Code: agentrunner.EUNAVAILABLE, Message: fmt.Sprintf("cannot reach the agentrunner server at %s", c.base), Err: redactErr{err, c.key}}

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentrunner/agentrunner/internal/clip"
+	"github.com/agentrunner/agentrunner/internal/neterr"
 	"github.com/agentrunner/agentrunner/internal/retryafter"
 )
 
@@ -253,10 +254,7 @@ func checkDelivery(id, kind string, body []byte, now time.Time) error {
 // net/http puts in front of a transport error is dropped, and the rest of
 // its text redacted; the cause stays wrapped for errors.Is.
 func (s *Sender) fail(retryable bool, what string, err error) *DeliveryError {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		err = ue.Err
-	}
+	err = neterr.Unwrap(err)
 	return &DeliveryError{Retryable: retryable, msg: what, err: err, cause: s.clean(err.Error(), false)}
 }
 

@@ -26,6 +26,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentrunner/agentrunner/config"
+	"github.com/agentrunner/agentrunner/internal/neterr"
 	"github.com/agentrunner/agentrunner/internal/retryafter"
 	"github.com/agentrunner/agentrunner/tool"
 )
@@ -266,7 +267,7 @@ func (f *fetcher) Call(ctx context.Context, raw json.RawMessage) (string, error)
 	}
 	body, truncated, err := readCapped(resp.Body, f.maxBytes)
 	if err != nil {
-		return "", tool.Transient(fmt.Errorf("reading %s failed: %s", safeURL(final), netCause(err)))
+		return "", tool.Transient(fmt.Errorf("reading %s failed: %s", safeURL(final), neterr.Reason(err)))
 	}
 	if truncated {
 		body = dropPartialRune(body)
@@ -365,36 +366,15 @@ func (f *fetcher) requestError(orig *url.URL, err error) error {
 	case errors.As(err, &redirect):
 		return fmt.Errorf("fetching %s: %s", where, redirect.Error())
 	case errors.As(err, &certErr), errors.As(err, &unknown), errors.As(err, &hostErr), errors.As(err, &invalid):
-		return fmt.Errorf("fetching %s: the site's TLS certificate is not valid: %s", where, netCause(err))
+		return fmt.Errorf("fetching %s: the site's TLS certificate is not valid: %s", where, neterr.Reason(err))
 	case errors.As(err, &recErr):
 		return fmt.Errorf("fetching %s: the server does not speak TLS on this port", where)
 	case errors.As(err, &dnsErr) && dnsErr.IsNotFound:
 		return fmt.Errorf("fetching %s: the host %s was not found", where, dnsErr.Name)
-	case errors.Is(err, context.DeadlineExceeded), isTimeout(err):
+	case neterr.Classify(err) == neterr.Timeout:
 		return tool.Transient(fmt.Errorf("fetching %s timed out", where))
 	}
-	return tool.Transient(fmt.Errorf("fetching %s failed: %s", where, netCause(err)))
-}
-
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
-}
-
-// netCause is the innermost useful text of a network error, without the
-// request line url.Error adds.
-func netCause(err error) string {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		err = ue.Err
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return "timed out"
-	}
-	if errors.Is(err, context.Canceled) {
-		return "cancelled"
-	}
-	return err.Error()
+	return tool.Transient(fmt.Errorf("fetching %s failed: %s", where, neterr.Reason(err)))
 }
 
 // safeURL prints a URL for a message; the guard refuses credentials in

@@ -28,6 +28,7 @@ import (
 
 	"github.com/agentrunner/agentrunner/config"
 	"github.com/agentrunner/agentrunner/internal/clip"
+	"github.com/agentrunner/agentrunner/internal/neterr"
 	"github.com/agentrunner/agentrunner/internal/retryafter"
 	"github.com/agentrunner/agentrunner/tool"
 )
@@ -288,12 +289,12 @@ func (s *searcher) Call(ctx context.Context, raw json.RawMessage) (string, error
 	req.Header.Set("X-Subscription-Token", key)
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return "", tool.Transient(fmt.Errorf("Brave Search could not be reached: %s", networkCause(err)))
+		return "", tool.Transient(fmt.Errorf("Brave Search could not be reached: %s", neterr.Reason(err)))
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
 	if err != nil {
-		return "", tool.Transient(fmt.Errorf("reading the Brave Search response failed: %s", networkCause(err)))
+		return "", tool.Transient(fmt.Errorf("reading the Brave Search response failed: %s", neterr.Reason(err)))
 	}
 	if resp.StatusCode != http.StatusOK {
 		return "", s.statusError(resp, body, key)
@@ -316,22 +317,6 @@ func (s *searcher) Call(ctx context.Context, raw json.RawMessage) (string, error
 		return "", fmt.Errorf("encoding the results: %w", err)
 	}
 	return strings.TrimSuffix(out.String(), "\n"), nil
-}
-
-// networkCause is the reason of a failed request without the request URL
-// (which repeats the query and says nothing new).
-func networkCause(err error) string {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		err = ue.Err
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return "timed out"
-	}
-	if errors.Is(err, context.Canceled) {
-		return "cancelled"
-	}
-	return err.Error()
 }
 
 // statusError turns a non-200 answer into the error the model sees.
