@@ -28,6 +28,7 @@ import (
 	"github.com/agentrunner/agentrunner/config"
 	"github.com/agentrunner/agentrunner/internal/neterr"
 	"github.com/agentrunner/agentrunner/internal/retryafter"
+	"github.com/agentrunner/agentrunner/internal/safeurl"
 	"github.com/agentrunner/agentrunner/tool"
 )
 
@@ -165,7 +166,7 @@ func (f *fetcher) checkRedirect(req *http.Request, via []*http.Request) error {
 		return &redirectError{max: f.maxRedirects}
 	}
 	if err := f.guard.checkURL(req.URL); err != nil {
-		return fmt.Errorf("redirect to %s refused: %w", safeURL(req.URL), err)
+		return fmt.Errorf("redirect to %s refused: %w", safeurl.String(req.URL), err)
 	}
 	req.Header.Set("User-Agent", UserAgent)
 	return nil
@@ -246,7 +247,7 @@ func (f *fetcher) Call(ctx context.Context, raw json.RawMessage) (string, error)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.url.String(), nil)
 	if err != nil {
-		return "", fmt.Errorf("invalid arguments: cannot request %s: %v", safeURL(r.url), urlCause(err))
+		return "", fmt.Errorf("invalid arguments: cannot request %s: %v", safeurl.String(r.url), urlCause(err))
 	}
 	req.Header.Set("User-Agent", UserAgent)
 	req.Header.Set("Accept", "text/html,application/xhtml+xml,text/markdown;q=0.9,text/plain;q=0.9,application/json;q=0.8,*/*;q=0.5")
@@ -263,18 +264,18 @@ func (f *fetcher) Call(ctx context.Context, raw json.RawMessage) (string, error)
 	contentType := resp.Header.Get("Content-Type")
 	if mt := mediaType(contentType); classify(mt) == kindBinary {
 		// Known binary: refused without downloading it.
-		return "", fmt.Errorf("%s: %w", safeURL(final), &binaryError{mediaType: mt})
+		return "", fmt.Errorf("%s: %w", safeurl.String(final), &binaryError{mediaType: mt})
 	}
 	body, truncated, err := readCapped(resp.Body, f.maxBytes)
 	if err != nil {
-		return "", tool.Transient(fmt.Errorf("reading %s failed: %s", safeURL(final), neterr.Reason(err)))
+		return "", tool.Transient(fmt.Errorf("reading %s failed: %s", safeurl.String(final), neterr.Reason(err)))
 	}
 	if truncated {
 		body = dropPartialRune(body)
 	}
 	doc, err := convert(body, contentType, final, r.format)
 	if err != nil {
-		return "", fmt.Errorf("%s: %w", safeURL(final), err)
+		return "", fmt.Errorf("%s: %w", safeurl.String(final), err)
 	}
 	return message(final, doc, truncated, f.maxBytes), nil
 }
@@ -282,7 +283,7 @@ func (f *fetcher) Call(ctx context.Context, raw json.RawMessage) (string, error)
 // message is what the model is shown: a header, then the content.
 func message(final *url.URL, doc document, truncated bool, maxBytes int64) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "URL: %s\n", safeURL(final))
+	fmt.Fprintf(&b, "URL: %s\n", safeurl.String(final))
 	if doc.Title != "" {
 		fmt.Fprintf(&b, "Title: %s\n", doc.Title)
 	}
@@ -320,7 +321,7 @@ func (f *fetcher) statusError(resp *http.Response, final *url.URL) error {
 	if code >= 200 && code < 300 {
 		return nil
 	}
-	err := fmt.Errorf("fetching %s failed: HTTP %d %s", safeURL(final), code, http.StatusText(code))
+	err := fmt.Errorf("fetching %s failed: HTTP %d %s", safeurl.String(final), code, http.StatusText(code))
 	switch {
 	case code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable:
 		if wait, ok := retryafter.Parse(resp.Header.Get("Retry-After"), f.now()); ok {
@@ -343,11 +344,11 @@ func (f *fetcher) statusError(resp *http.Response, final *url.URL) error {
 // requestError classifies a failed request: refusals, bad certificates,
 // unknown hosts and redirect loops are final; the rest may pass.
 func (f *fetcher) requestError(orig *url.URL, err error) error {
-	where := safeURL(orig)
+	where := safeurl.String(orig)
 	var ue *url.Error
 	if errors.As(err, &ue) && ue.URL != "" && ue.URL != orig.String() {
 		if u, perr := url.Parse(ue.URL); perr == nil {
-			where += " (redirected to " + safeURL(u) + ")"
+			where += " (redirected to " + safeurl.String(u) + ")"
 		}
 	}
 	var (
@@ -375,18 +376,4 @@ func (f *fetcher) requestError(orig *url.URL, err error) error {
 		return tool.Transient(fmt.Errorf("fetching %s timed out", where))
 	}
 	return tool.Transient(fmt.Errorf("fetching %s failed: %s", where, neterr.Reason(err)))
-}
-
-// safeURL prints a URL for a message; the guard refuses credentials in
-// URLs, but a message never shows a password, whatever happened.
-func safeURL(u *url.URL) string {
-	if u == nil {
-		return ""
-	}
-	if u.User != nil {
-		c := *u
-		c.User = nil
-		return c.String()
-	}
-	return u.String()
 }

@@ -259,6 +259,7 @@ func TestFetchFailures(t *testing.T) {
 		{name: "binary without a type", path: "/download", want: "the content is image/png"},
 		{name: "redirect chain over the cap", path: "/redirect/4", want: "stopped after 3 redirects"},
 		{name: "404", path: "/status/404", want: "HTTP 404 Not Found"},
+		{name: "token in the query", path: "/status/404?page=2&access_token=s3cret#frag", want: "/status/404?page=2&access_token=REDACTED failed: HTTP 404"},
 		{name: "403", path: "/status/403", want: "HTTP 403 Forbidden"},
 		{name: "500", path: "/status/500", want: "HTTP 500", transient: true},
 		{name: "502", path: "/status/502", want: "HTTP 502", transient: true},
