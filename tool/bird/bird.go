@@ -28,6 +28,7 @@ import (
 
 	"github.com/agentrunner/agentrunner/config"
 	"github.com/agentrunner/agentrunner/internal/childenv"
+	"github.com/agentrunner/agentrunner/internal/clip"
 	"github.com/agentrunner/agentrunner/tool"
 )
 
@@ -209,7 +210,7 @@ func parseArgs(raw json.RawMessage) (request, error) {
 	}
 	for k := range fields {
 		if k != "query" && k != "mode" && k != "limit" {
-			return request{}, fmt.Errorf("unknown argument %q: the arguments are query, mode and limit", clip(k, 40))
+			return request{}, fmt.Errorf("unknown argument %q: the arguments are query, mode and limit", clip.String(k, 40))
 		}
 	}
 	var req request
@@ -221,7 +222,7 @@ func parseArgs(raw json.RawMessage) (request, error) {
 	case "":
 		return request{}, errors.New("mode is required: timeline, search or user")
 	default:
-		return request{}, fmt.Errorf("mode %q is not timeline, search or user", clip(req.mode, 40))
+		return request{}, fmt.Errorf("mode %q is not timeline, search or user", clip.String(req.mode, 40))
 	}
 	if raw, ok := fields["query"]; ok && json.Unmarshal(raw, &req.query) != nil {
 		return request{}, errors.New("query must be a string")
@@ -250,14 +251,14 @@ func parseArgs(raw json.RawMessage) (request, error) {
 	case ModeUser:
 		m := handlePattern.FindStringSubmatch(req.query)
 		if m == nil {
-			return request{}, fmt.Errorf("user mode needs a handle such as @saylor (letters, digits and _, at most 15), not %q", clip(req.query, 60))
+			return request{}, fmt.Errorf("user mode needs a handle such as @saylor (letters, digits and _, at most 15), not %q", clip.String(req.query, 60))
 		}
 		req.handle = m[1]
 	case ModeTimeline:
 		if strings.HasPrefix(req.query, "@") {
 			m := handlePattern.FindStringSubmatch(req.query)
 			if m == nil {
-				return request{}, fmt.Errorf("%q is not a handle (letters, digits and _, at most 15)", clip(req.query, 60))
+				return request{}, fmt.Errorf("%q is not a handle (letters, digits and _, at most 15)", clip.String(req.query, 60))
 			}
 			req.handle = m[1]
 		} else {
@@ -420,7 +421,7 @@ func (h *handler) detail(res *result) string {
 	if text == "" {
 		return "no output"
 	}
-	return clip(text, 600)
+	return clip.String(text, 600)
 }
 
 // errorLines returns the lines of bird's output that report an error.
@@ -528,11 +529,11 @@ func parseTweets(out []byte, overflow bool) ([]Tweet, error) {
 			Tweets []json.RawMessage `json:"tweets"`
 		}
 		if err := json.Unmarshal(out, &paged); err != nil || paged.Tweets == nil {
-			return nil, fmt.Errorf("bird printed an object without tweets (bird 0.8.0 is expected): %s", clip(strings.Join(strings.Fields(string(out)), " "), 200))
+			return nil, fmt.Errorf("bird printed an object without tweets (bird 0.8.0 is expected): %s", clip.String(strings.Join(strings.Fields(string(out)), " "), 200))
 		}
 		list = paged.Tweets
 	} else if err := json.Unmarshal(out, &list); err != nil {
-		return nil, fmt.Errorf("bird printed something that is not tweet JSON (bird 0.8.0 is expected): %s", clip(strings.Join(strings.Fields(string(out)), " "), 200))
+		return nil, fmt.Errorf("bird printed something that is not tweet JSON (bird 0.8.0 is expected): %s", clip.String(strings.Join(strings.Fields(string(out)), " "), 200))
 	}
 	tweets := make([]Tweet, 0, len(list))
 	for i, raw := range list {
@@ -552,7 +553,7 @@ func parseTweets(out []byte, overflow bool) ([]Tweet, error) {
 			ID:         *b.ID,
 			Author:     "@" + b.Author.Username,
 			AuthorName: b.Author.Name,
-			Text:       clip(*b.Text, maxText),
+			Text:       clip.String(*b.Text, maxText),
 			CreatedAt:  b.CreatedAt,
 			Likes:      count(b.LikeCount),
 			Retweets:   count(b.RetweetCount),
@@ -575,16 +576,4 @@ func count(f *float64) int64 {
 		return 0
 	}
 	return int64(*f)
-}
-
-// clip shortens s to at most n bytes without splitting a UTF-8 sequence.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	i := n
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i] + "…"
 }

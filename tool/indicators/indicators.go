@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/agentrunner/agentrunner/config"
+	"github.com/agentrunner/agentrunner/internal/clip"
 	"github.com/agentrunner/agentrunner/tool"
 )
 
@@ -333,7 +334,7 @@ func parseArgs(raw json.RawMessage) (request, error) {
 	}
 	for k := range fields {
 		if k != "asset" && k != "timeframe" && k != "indicators" {
-			return request{}, fmt.Errorf("unknown argument %q: the arguments are asset, timeframe and indicators", clip(k, 40))
+			return request{}, fmt.Errorf("unknown argument %q: the arguments are asset, timeframe and indicators", clip.String(k, 40))
 		}
 	}
 	var req request
@@ -345,7 +346,7 @@ func parseArgs(raw json.RawMessage) (request, error) {
 	case req.asset == "":
 		return request{}, errors.New("asset is required: the ticker of a coin such as BTC")
 	case !assetPattern.MatchString(req.asset):
-		return request{}, fmt.Errorf("asset %q is not a ticker: use 2 to 15 letters and digits such as BTC or ETH, not a pair", clip(req.asset, 40))
+		return request{}, fmt.Errorf("asset %q is not a ticker: use 2 to 15 letters and digits such as BTC or ETH, not a pair", clip.String(req.asset, 40))
 	}
 	if err := stringArg(fields, "timeframe", &req.timeframe); err != nil {
 		return request{}, err
@@ -355,7 +356,7 @@ func parseArgs(raw json.RawMessage) (request, error) {
 		if req.timeframe == "" {
 			return request{}, errors.New("timeframe is required: one of 1h, 4h, 1d, 1w")
 		}
-		return request{}, fmt.Errorf("timeframe %q is not one of 1h, 4h, 1d, 1w", clip(req.timeframe, 20))
+		return request{}, fmt.Errorf("timeframe %q is not one of 1h, 4h, 1d, 1w", clip.String(req.timeframe, 20))
 	}
 	req.want = map[string]bool{}
 	if raw, ok := fields["indicators"]; ok && string(raw) != "null" {
@@ -366,7 +367,7 @@ func parseArgs(raw json.RawMessage) (request, error) {
 		for _, n := range names {
 			n = strings.ToLower(strings.TrimSpace(n))
 			if !slices.Contains(Indicators, n) {
-				return request{}, fmt.Errorf("indicator %q is unknown: choose from %s", clip(n, 40), strings.Join(Indicators, ", "))
+				return request{}, fmt.Errorf("indicator %q is unknown: choose from %s", clip.String(n, 40), strings.Join(Indicators, ", "))
 			}
 			req.want[n] = true
 		}

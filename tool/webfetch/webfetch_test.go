@@ -265,12 +265,14 @@ func TestFetchFailures(t *testing.T) {
 		{name: "binary without a type", path: "/download", want: "the content is image/png"},
 		{name: "redirect chain over the cap", path: "/redirect/4", want: "stopped after 3 redirects"},
 		{name: "404", path: "/status/404", want: "HTTP 404 Not Found"},
+		{name: "token in the query", path: "/status/404?page=2&access_token=s3cret#frag", want: "/status/404?page=2&access_token=REDACTED failed: HTTP 404"},
 		{name: "403", path: "/status/403", want: "HTTP 403 Forbidden"},
 		{name: "500", path: "/status/500", want: "HTTP 500", transient: true},
 		{name: "502", path: "/status/502", want: "HTTP 502", transient: true},
 		{name: "429 with retry-after", path: "/status/429?retry_after=7", want: "HTTP 429", transient: true, wait: 7 * time.Second},
 		{name: "503 with a date", path: "/status/503?retry_after=" + url.QueryEscape(now.Add(time.Minute).Format(http.TimeFormat)), want: "HTTP 503", transient: true, wait: time.Minute},
 		{name: "429 asking too long", path: "/status/429?retry_after=86400", want: "asks to wait 24h0m0s"},
+		{name: "429 asking beyond any bound", path: "/status/429?retry_after=99999999999", want: "asks to wait"},
 		{name: "429 plain", path: "/status/429", want: "HTTP 429", transient: true},
 	}
 	for _, tt := range tests {

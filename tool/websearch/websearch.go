@@ -27,6 +27,9 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/agentrunner/agentrunner/config"
+	"github.com/agentrunner/agentrunner/internal/clip"
+	"github.com/agentrunner/agentrunner/internal/neterr"
+	"github.com/agentrunner/agentrunner/internal/retryafter"
 	"github.com/agentrunner/agentrunner/tool"
 )
 
@@ -320,12 +323,12 @@ func (s *searcher) Call(ctx context.Context, raw json.RawMessage) (string, error
 	req.Header.Set("X-Subscription-Token", key)
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return "", tool.Transient(fmt.Errorf("Brave Search could not be reached: %s", networkCause(err)))
+		return "", tool.Transient(fmt.Errorf("Brave Search could not be reached: %s", neterr.Reason(err)))
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
 	if err != nil {
-		return "", tool.Transient(fmt.Errorf("reading the Brave Search response failed: %s", networkCause(err)))
+		return "", tool.Transient(fmt.Errorf("reading the Brave Search response failed: %s", neterr.Reason(err)))
 	}
 	if resp.StatusCode != http.StatusOK {
 		return "", s.statusError(resp, body, key)
@@ -348,22 +351,6 @@ func (s *searcher) Call(ctx context.Context, raw json.RawMessage) (string, error
 		return "", fmt.Errorf("encoding the results: %w", err)
 	}
 	return strings.TrimSuffix(out.String(), "\n"), nil
-}
-
-// networkCause is the reason of a failed request without the request URL
-// (which repeats the query and says nothing new).
-func networkCause(err error) string {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		err = ue.Err
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return "timed out"
-	}
-	if errors.Is(err, context.Canceled) {
-		return "cancelled"
-	}
-	return err.Error()
 }
 
 // statusError turns a non-200 answer into the error the model sees.
@@ -412,13 +399,8 @@ func (s *searcher) rateLimited(h http.Header, detail string) error {
 	if len(resets) > 0 && resets[0] >= 0 {
 		return s.withWait(err, time.Duration(resets[0])*time.Second)
 	}
-	if ra := strings.TrimSpace(h.Get("Retry-After")); ra != "" {
-		if secs, perr := strconv.ParseInt(ra, 10, 64); perr == nil && secs >= 0 && secs < math.MaxInt32 {
-			return s.withWait(err, time.Duration(secs)*time.Second)
-		}
-		if at, perr := http.ParseTime(ra); perr == nil {
-			return s.withWait(err, max(at.Sub(s.now()), 0))
-		}
+	if wait, ok := retryafter.Parse(h.Get("Retry-After"), s.now()); ok {
+		return s.withWait(err, wait)
 	}
 	return tool.Transient(err)
 }
@@ -489,10 +471,7 @@ func upstreamMessage(body []byte, key string) string {
 		msg = strings.ReplaceAll(msg, key, "[redacted]")
 	}
 	msg = strings.Join(strings.FieldsFunc(msg, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }), " ")
-	if utf8.RuneCountInString(msg) > maxMessage {
-		msg = string([]rune(msg)[:maxMessage]) + "…"
-	}
-	return msg
+	return clip.Runes(msg, maxMessage)
 }
 
 // Result is one normalised search result (FR-118), what the model gets.

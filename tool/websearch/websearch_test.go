@@ -236,6 +236,9 @@ func TestSearchRateLimit(t *testing.T) {
 		{name: "garbage reset ignored", header: http.Header{"X-Ratelimit-Reset": {"soon"}}, transient: true, wait: 0},
 		{name: "monthly quota used up", header: http.Header{"X-Ratelimit-Reset": {"1, 86400"}, "X-Ratelimit-Remaining": {"1, 0"}}, transient: false},
 		{name: "wait too long", header: http.Header{"Retry-After": {"3600"}}, transient: false},
+		{name: "wait beyond any bound", header: http.Header{"Retry-After": {"99999999999"}}, transient: false},
+		{name: "retry-after in the past: executor backs off", header: http.Header{"Retry-After": {now.Add(-time.Minute).Format(http.TimeFormat)}}, transient: true, wait: 0},
+		{name: "signed retry-after ignored", header: http.Header{"Retry-After": {"+3"}}, transient: true, wait: 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
