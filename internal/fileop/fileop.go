@@ -13,6 +13,7 @@ type Error struct {
 	Err error
 }
 
+// Error returns the cause's message.
 func (e *Error) Error() string { return e.Err.Error() }
 
 // Unwrap returns the cause.
