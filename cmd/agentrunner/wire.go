@@ -92,7 +92,7 @@ func buildModel(cfg *config.Config, name, key string) (llm.Model, error) {
 // buildRuntimes makes the runtime of every provider an agent uses, with the
 // model providers' keys from providerKeys. tools may be nil to only check
 // the providers (validate).
-func buildRuntimes(cfg *config.Config, ws *workspace.Workspace, tools *tool.Executor, clock agentrunner.Clock, keys map[string]string) (map[string]agentrunner.Runtime, config.Problems) {
+func buildRuntimes(cfg *config.Config, tools *tool.Executor, clock agentrunner.Clock, keys map[string]string) (map[string]agentrunner.Runtime, config.Problems) {
 	runtimes := map[string]agentrunner.Runtime{}
 	var problems config.Problems
 	for _, name := range usedProviders(cfg) {
@@ -121,7 +121,7 @@ func buildRuntimes(cfg *config.Config, ws *workspace.Workspace, tools *tool.Exec
 				problems = append(problems, problem(cfg, "providers."+name, err))
 				continue
 			}
-			runtimes[name] = model.New(m, ws, tools, key)
+			runtimes[name] = model.New(m, tools, key)
 		}
 	}
 	return runtimes, problems
@@ -292,7 +292,7 @@ func openRunner(ctx context.Context, ws *workspace.Workspace, clock agentrunner.
 		record(ev)
 		r.metrics.Observe(ev)
 	}})
-	runtimes, problems := buildRuntimes(cfg, ws, r.tools, clock, keys)
+	runtimes, problems := buildRuntimes(cfg, r.tools, clock, keys)
 	if len(problems) > 0 {
 		return nil, problems
 	}
