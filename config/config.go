@@ -56,8 +56,10 @@ type Config struct {
 	Budgets    Budgets               `yaml:"budgets"`
 	Escalation Escalation            `yaml:"escalation"`
 	Watchdog   Watchdog              `yaml:"watchdog"`
-	Events     Events                `yaml:"events"`
-	Health     Health                `yaml:"health"`
+	// Scheduler bounds the graph scheduler's work (pipelines:).
+	Scheduler Scheduler `yaml:"scheduler"`
+	Events    Events    `yaml:"events"`
+	Health    Health    `yaml:"health"`
 
 	// Path is the file the configuration was read from.
 	Path string `yaml:"-"`
@@ -497,6 +499,14 @@ type Watchdog struct {
 	// StallGrace is how long past its deadline the engine's current
 	// operation may run before the process exits non-zero.
 	StallGrace Duration `yaml:"stall_grace"`
+}
+
+// Scheduler bounds the graph scheduler, which runs the runs of pipelines:.
+type Scheduler struct {
+	// MaxConcurrentAttempts bounds the attempts running at once across
+	// every run and pipeline of the process; further attempts wait their
+	// turn in the order they became runnable.
+	MaxConcurrentAttempts int `yaml:"max_concurrent_attempts"`
 }
 
 // Budgets bound what a cycle may spend.

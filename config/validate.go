@@ -74,6 +74,9 @@ func (c *Config) validate() Problems {
 	if c.Watchdog.StallGrace <= 0 {
 		v.add("watchdog.stall_grace", "must be positive")
 	}
+	if c.Scheduler.MaxConcurrentAttempts <= 0 {
+		v.add("scheduler.max_concurrent_attempts", "must be positive, got %d", c.Scheduler.MaxConcurrentAttempts)
+	}
 	if c.Budgets.CycleTokens < 0 {
 		v.add("budgets.cycle_tokens", "must not be negative")
 	}

@@ -21,6 +21,11 @@ const maxInline = 256 << 10
 // prepare builds the attempt's invocation: inputs, token budget, MCP
 // configuration and prompt, which it writes into the attempt folder.
 func (at *attempt) prepare(ctx context.Context) error {
+	// The loop engine made the folder already; the graph scheduler leaves
+	// it to the kind, whose files go there.
+	if err := os.MkdirAll(at.sa.Dir, 0o755); err != nil {
+		return agentrunner.Fail(agentrunner.ClassInternal, "create attempt folder: %w", err)
+	}
 	inputs, err := at.inputs(ctx)
 	if err != nil {
 		return err
