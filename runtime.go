@@ -35,6 +35,9 @@ type Invocation struct {
 	OutputPath string
 	// CycleDir is the current cycle's directory (read-only for agents).
 	CycleDir string
+	// WorkspaceDir is the workspace's directory (where agentrunner.yaml
+	// is), for agents whose scripts live in the workspace.
+	WorkspaceDir string
 	// MailboxPath is the agent's mailbox file.
 	MailboxPath string
 	// MemoryPath is the agent's memory file, if it keeps one.

@@ -22,8 +22,8 @@ import (
 
 // Workspace is a loaded configuration with its files.
 type Workspace struct {
-	Config  *config.Config
-	Layout  Layout
+	Config *config.Config
+	Layout Layout
 	// Machine is the learning loop's state machine; nil in a workspace of
 	// graphs only (pipelines:, run by the graph scheduler).
 	Machine *statemachine.Machine

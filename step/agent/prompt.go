@@ -48,7 +48,7 @@ func (at *attempt) invocation(inputs []agentrunner.Input) *agentrunner.Invocatio
 	inv := &agentrunner.Invocation{
 		CycleID: sa.Run.ID, Step: at.step.ID, Agent: a.Name, Attempt: sa.Attempt.Number,
 		PromptPath: filepath.Join(sa.Dir, "prompt.md"), Dir: sa.Dir,
-		OutputPath: filepath.Join(sa.Dir, a.Output.File), CycleDir: sa.RunDir,
+		OutputPath: filepath.Join(sa.Dir, a.Output.File), CycleDir: sa.RunDir, WorkspaceDir: at.k.cfg.Dir,
 		MailboxPath: at.k.opts.Mailboxes.Path(a.Name), Inputs: inputs,
 		TemplatePath: a.TemplatePath, Timeout: at.timeout(), Tools: a.Tools,
 		Output: Contract(a), Model: ModelSettings(a.Agent),
