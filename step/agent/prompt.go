@@ -95,6 +95,7 @@ func (at *attempt) promptContext() prompt.Context {
 		CycleID: inv.CycleID, Step: inv.Step, Agent: a.Name, Attempt: inv.Attempt,
 		Identity: a.Identity, MailboxPath: inv.MailboxPath, MaxMessages: at.k.opts.Mailboxes.Max(),
 		Inputs: inv.Inputs, TemplatePath: inv.TemplatePath, SchemaPath: inv.SchemaPath, OutputPath: inv.OutputPath,
+		RunInputs: at.sa.Run.Inputs,
 	}
 	for _, t := range a.Tools {
 		pc.Tools = append(pc.Tools, prompt.Tool{Name: t, Section: at.k.ws.Tools[t]})
