@@ -350,8 +350,9 @@ func (s *Server) handleErrors(w http.ResponseWriter, r *http.Request) {
 func eventQuery(r *http.Request) (agentrunner.EventFilter, error) {
 	q := r.URL.Query()
 	f := agentrunner.EventFilter{CycleID: q.Get("cycle_id"), Type: q.Get("type"), MinLevel: agentrunner.Level(q.Get("level"))}
-	if f.CycleID != "" && !cycleIDPattern.MatchString(f.CycleID) {
-		return f, agentrunner.Errorf(agentrunner.EINVALID, "query parameter cycle_id: want YYYYMMDD_HHMMSS, got %q", clip(f.CycleID))
+	// A cycle is a run: the events of any run are asked for by its id.
+	if f.CycleID != "" && !runIDPattern.MatchString(f.CycleID) {
+		return f, agentrunner.Errorf(agentrunner.EINVALID, "query parameter cycle_id: want a cycle or run id such as 20260314_060000 or review-000001, got %q", clip(f.CycleID))
 	}
 	switch f.MinLevel {
 	case "", agentrunner.LevelDebug, agentrunner.LevelInfo, agentrunner.LevelWarn, agentrunner.LevelError:
