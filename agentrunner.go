@@ -106,6 +106,10 @@ type Run struct {
 	Inputs map[string]any
 	// Parent is the run that started this one (a sub-agent's run), if any.
 	Parent string
+	// Serial: at most one unfinished (running or halted) run of its
+	// pipeline at a time, which the store enforces; the learning loop's
+	// cycles are serial.
+	Serial bool
 }
 
 // State returns the loop state this cycle puts the pipeline in.
@@ -372,12 +376,16 @@ func ToolCallOf(e *Event) (tool string, failed bool, d time.Duration, ok bool) {
 // Change is everything one state change writes. A Store applies it in one
 // transaction: all of it is committed or none of it.
 type Change struct {
-	// From, when set, guards the change: the cycle must be in this state
-	// in the store, else Apply fails with ECONFLICT and writes nothing.
+	// From, when set, guards the change: the pipeline of its cycle (Cycle,
+	// else the run of its first attempt) must be in this state in the
+	// store, else Apply fails with ECONFLICT and writes nothing. It is the
+	// loop engine's guard, for serial pipelines.
 	From State
-	// Cycle is inserted or updated (by ID).
+	// Cycle is inserted or updated (by ID); an ID taken by a run of
+	// another pipeline is ECONFLICT.
 	Cycle *Cycle
-	// Attempts are inserted or updated (by cycle, step and number).
+	// Attempts are inserted or updated (by cycle, step and number); a
+	// Visit of 0 is stored, and read back, as 1.
 	Attempts []*Attempt
 	// Events are appended; their IDs are assigned by the store.
 	Events []*Event
@@ -419,12 +427,14 @@ type EventFilter struct {
 
 // Store is the durable state of a workspace. The engine is its only writer.
 type Store interface {
+	RunStore
 	// Apply commits a Change in one transaction.
 	Apply(ctx context.Context, ch *Change) error
 	// Cycle returns one cycle, or an ENOTFOUND error.
 	Cycle(ctx context.Context, id string) (*Cycle, error)
-	// UnfinishedCycle returns the running cycle, or an ENOTFOUND error.
-	UnfinishedCycle(ctx context.Context) (*Cycle, error)
+	// UnfinishedCycle returns the one unfinished (running or halted)
+	// serial run of the pipeline, the loop engine's cycle, or ENOTFOUND.
+	UnfinishedCycle(ctx context.Context, pipeline string) (*Cycle, error)
 	// Cycles lists cycles, newest first.
 	Cycles(ctx context.Context, f CycleFilter) ([]*Cycle, error)
 	// Attempts lists the attempts of a cycle in the order they were made.

@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -36,13 +37,18 @@ type Config struct {
 	MemoryTemplate string               `yaml:"memory_template"`
 	Providers      map[string]*Provider `yaml:"providers"`
 	// Defaults apply to every agent that does not set the key itself.
-	Defaults         AgentDefaults     `yaml:"defaults"`
-	Agents           map[string]*Agent `yaml:"agents"`
-	Pipeline         Pipeline          `yaml:"pipeline"`
-	Schedule         Schedule          `yaml:"schedule"`
-	Mailbox          Mailbox           `yaml:"mailbox"`
-	ExecutionService ExecutionService  `yaml:"execution_service"`
-	Server           Server            `yaml:"server"`
+	Defaults AgentDefaults     `yaml:"defaults"`
+	Agents   map[string]*Agent `yaml:"agents"`
+	// Pipeline is the learning loop: the pipeline named Name, a chain run
+	// by the loop engine. A workspace of graphs only may leave it out.
+	Pipeline Pipeline `yaml:"pipeline"`
+	// Pipelines are further pipelines by name, run by the graph scheduler;
+	// they may route, loop, branch and wait at gates.
+	Pipelines        map[string]*Pipeline `yaml:"pipelines"`
+	Schedule         Schedule             `yaml:"schedule"`
+	Mailbox          Mailbox              `yaml:"mailbox"`
+	ExecutionService ExecutionService     `yaml:"execution_service"`
+	Server           Server               `yaml:"server"`
 	// Tools declares the tools agents may call (FR-102).
 	Tools map[string]*Tool `yaml:"tools"`
 	// MCPServers are external MCP servers whose tools are imported.
@@ -59,6 +65,8 @@ type Config struct {
 	Dir string `yaml:"-"`
 	// lines maps key paths to their source position.
 	lines map[string]string
+	// inputSchemas are the compiled inputs_schema of pipelines, by name.
+	inputSchemas map[string]*jsonschema.Schema
 }
 
 // State says where the durable state lives.
@@ -226,19 +234,43 @@ type Output struct {
 	MaxBytes int `yaml:"max_bytes"`
 }
 
-// Pipeline is the graph of steps one cycle runs.
+// Pipeline is the graph of steps one run executes: the learning loop's
+// (pipeline:) or one of pipelines:.
 type Pipeline struct {
 	Start string           `yaml:"start"`
 	Steps map[string]*Step `yaml:"steps"`
 	// Final is the step a cycle that outlives schedule.max_cycle is forced
-	// to, with what it has (FR-007); empty: such a cycle fails.
+	// to, with what it has (FR-007); empty: such a cycle fails. Learning
+	// loop only.
 	Final string `yaml:"final"`
+
+	// The keys below apply to pipelines: only.
+	// RunID is the format of run ids: timestamp, date-seq or seq (default).
+	RunID string `yaml:"run_id"`
+	// MaxConcurrentRuns bounds the runs that run at once; 0: no bound.
+	MaxConcurrentRuns int `yaml:"max_concurrent_runs"`
+	// InputsSchema is the JSON Schema file a run's inputs (a JSON object)
+	// must satisfy; empty: any inputs.
+	InputsSchema string `yaml:"inputs_schema"`
+	// Schedule, if set, starts a run every interval.
+	Schedule *PipelineSchedule `yaml:"schedule"`
+
+	// Name is the pipeline's key in pipelines, or the workspace's name.
+	Name string `yaml:"-"`
+}
+
+// PipelineSchedule starts runs of a pipeline on a clock.
+type PipelineSchedule struct {
+	// Every is the time from one run's start to the next one's.
+	Every Duration `yaml:"every"`
 }
 
 // Step kinds.
 const (
 	StepAgent     = "agent"
 	StepExecution = "execution"
+	// StepGate waits for an operator's decision (pipelines: only).
+	StepGate = "gate"
 )
 
 // EndStep as a step's next ends the cycle.
@@ -266,8 +298,65 @@ type Step struct {
 	// OnFailure overrides escalation.policy for this step.
 	OnFailure string `yaml:"on_failure"`
 
-	// ID is the step's key in pipeline.steps.
+	// The keys below are edges and settings of graphs (pipelines: only).
+	// Routes pick the next step by the label read through Label.
+	Routes []Route `yaml:"routes"`
+	Label  *Label  `yaml:"label"`
+	// Then starts parallel branches.
+	Then []string `yaml:"then"`
+	// Join: all waits for every incoming branch, any goes on with the first.
+	Join string `yaml:"join"`
+	// MaxVisits caps the step's visits in one run; a step on a loop needs it.
+	MaxVisits int `yaml:"max_visits"`
+	// OnCap is what happens at MaxVisits: halt (the default), {to: STEP}
+	// or {gate: STEP}.
+	OnCap *OnCap `yaml:"on_cap"`
+	// Gate configures a gate step.
+	Gate *Gate `yaml:"gate"`
+
+	// ID is the step's key in its pipeline's steps.
 	ID string `yaml:"-"`
+}
+
+// Route is one of a step's routes: {when: LABEL, to: STEP}, or the default
+// {otherwise: STEP}.
+type Route struct {
+	When      string `yaml:"when"`
+	To        string `yaml:"to"`
+	Otherwise string `yaml:"otherwise"`
+}
+
+// Label says where a step's routing label is read from its output: set
+// exactly one key.
+type Label struct {
+	// Pointer is a JSON pointer into a JSON artifact.
+	Pointer string `yaml:"pointer"`
+	// Section is a markdown section whose first line is the label.
+	Section string `yaml:"section"`
+	// Field is a labelled markdown field ("Verdict: APPROVE").
+	Field string `yaml:"field"`
+	// Regex's first group (or whole match) is the label.
+	Regex string `yaml:"regex"`
+	// Parser names a parser of a known format (signal).
+	Parser string `yaml:"parser"`
+}
+
+// OnCap is written halt, {to: STEP} or {gate: STEP}.
+type OnCap struct {
+	// Halt is set by the plain word halt.
+	Halt bool `yaml:"-"`
+	// To is the step a visit past the cap goes to instead.
+	To string `yaml:"to"`
+	// Gate is a gate step that a visit past the cap opens.
+	Gate string `yaml:"gate"`
+}
+
+// Gate configures a gate step.
+type Gate struct {
+	// Timeout, if set, decides Default for the operator when it passes.
+	Timeout Duration `yaml:"timeout"`
+	// Default is approve or reject.
+	Default string `yaml:"default"`
 }
 
 // Delivery is a message deposited when a step succeeds (Appendix A).
@@ -522,14 +611,24 @@ type Health struct {
 }
 
 // Load reads, decodes, overrides from the environment, fills in defaults and
-// validates the configuration at path. Any problem makes it return Problems
+// validates the configuration at path, and compiles the inputs_schema files
+// it names. Any problem makes it return Problems
 // (see Parse for when the Config comes with them).
 func Load(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, Problems{{Where: path, Message: fmt.Sprintf("cannot read configuration: %v", err)}}
 	}
-	return Parse(path, data, os.LookupEnv)
+	cfg, err := Parse(path, data, os.LookupEnv)
+	if cfg == nil {
+		return nil, err
+	}
+	var ps Problems
+	errors.As(err, &ps)
+	if ps = append(ps, cfg.loadInputSchemas()...); len(ps) > 0 {
+		return cfg, ps
+	}
+	return cfg, nil
 }
 
 // Parse is Load for a configuration already in memory; lookupEnv is how

@@ -64,6 +64,8 @@ var jsonType = reflect.TypeOf(JSON(nil))
 
 var envType = reflect.TypeOf(Env{})
 
+var onCapType = reflect.TypeOf(OnCap{})
+
 // decoder decodes a yaml.Node tree into Go structs strictly: unknown keys,
 // duplicate keys, wrong types and bad durations are all reported, each with
 // its position, and decoding goes on to find the rest.
@@ -124,6 +126,9 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 		return
 	case envType:
 		d.decodeEnv(n, v, path)
+		return
+	case onCapType:
+		d.decodeOnCap(n, v, path)
 		return
 	case jsonType:
 		var x any
@@ -295,6 +300,18 @@ func (d *decoder) decodeEnv(n *yaml.Node, v reflect.Value, path string) {
 		}
 	}
 	d.decodeStruct(n, v, path)
+}
+
+// decodeOnCap decodes on_cap: the word halt, or {to: STEP} or {gate: STEP}.
+func (d *decoder) decodeOnCap(n *yaml.Node, v reflect.Value, path string) {
+	switch {
+	case n.Kind == yaml.ScalarNode && n.Tag == "!!str" && n.Value == "halt":
+		v.Set(reflect.ValueOf(OnCap{Halt: true}))
+	case n.Kind == yaml.MappingNode:
+		d.decodeStruct(n, v, path)
+	default:
+		d.fail(n, path, "want halt, {to: STEP} or {gate: STEP}, got %s", kindName(n))
+	}
 }
 
 // yamlFields maps the yaml names of a struct's fields to their index.

@@ -138,14 +138,15 @@ func (c *Config) WithDefaults() {
 		}
 		a.Retries.withDefaults(c.Defaults.Retries)
 	}
-	for id, s := range c.Pipeline.Steps {
-		if s == nil {
+	c.Pipeline.Name = c.Name
+	c.Pipeline.stepDefaults()
+	for name, p := range c.Pipelines {
+		if p == nil {
 			continue
 		}
-		s.ID = id
-		if s.Kind == "" {
-			s.Kind = StepAgent
-		}
+		p.Name = name
+		orDefault(c, "pipelines."+name+".run_id", &p.RunID, string(DefaultRunID))
+		p.stepDefaults()
 	}
 	for name, t := range c.Tools {
 		if t == nil {
@@ -207,6 +208,19 @@ func (c *Config) WithDefaults() {
 	}
 	if j := c.Server.Auth.JWT; j != nil {
 		orDefault(c, "server.auth.jwt.algorithm", &j.Algorithm, "HS256")
+	}
+}
+
+// stepDefaults names each step and makes agent the default kind.
+func (p *Pipeline) stepDefaults() {
+	for id, s := range p.Steps {
+		if s == nil {
+			continue
+		}
+		s.ID = id
+		if s.Kind == "" {
+			s.Kind = StepAgent
+		}
 	}
 }
 

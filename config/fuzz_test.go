@@ -111,6 +111,20 @@ func FuzzParse(f *testing.F) {
 	} {
 		f.Add([]byte(strings.Replace(valid, change.old, change.new, 1)))
 	}
+	graphs := valid + graphDoc
+	f.Add([]byte(graphs))
+	for _, change := range []struct{ old, new string }{
+		{"on_cap: halt", "on_cap: stop"},
+		{"on_cap: {gate: decide}", "on_cap: {to: decide, gate: decide}"},
+		{"join: any", "join: all"},
+		{"max_visits: 3, on_cap: halt", "next: end"},
+		{"{otherwise: end}", "{when: reject, to: nowhere}"},
+		{"then: [check, report]", "then: [check]"},
+		{"label: {pointer: /verdict}", "label: {regex: '(a'}"},
+		{"review:\n    start", "loop:\n    start"},
+	} {
+		f.Add([]byte(strings.Replace(graphs, change.old, change.new, 1)))
+	}
 	f.Add([]byte(""))
 	f.Add([]byte("---\n...\n"))
 	f.Add([]byte("[1, 2]"))

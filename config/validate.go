@@ -49,7 +49,10 @@ func (c *Config) validate() Problems {
 	for _, name := range slices.Sorted(maps.Keys(c.Agents)) {
 		v.agent(name, c.Agents[name])
 	}
-	v.pipeline()
+	if c.HasLoop() {
+		v.pipeline()
+	}
+	v.graphs()
 	if c.Schedule.Every <= 0 {
 		v.add("schedule.every", "must be positive")
 	}
@@ -540,6 +543,11 @@ func (v *validator) pipeline() {
 	if p.Start == "" {
 		v.add("pipeline.start", "is required: the first step of a cycle")
 	}
+	for _, k := range graphPipelineKeys {
+		if c.given("pipeline." + k) {
+			v.add("pipeline."+k, "applies to pipelines under pipelines: only; the learning loop's cycles have timestamp ids, run one at a time and follow schedule:")
+		}
+	}
 	next := map[string]string{}
 	for _, id := range slices.Sorted(maps.Keys(p.Steps)) {
 		s := p.Steps[id]
@@ -563,16 +571,12 @@ func (v *validator) pipeline() {
 		if s.OnFailure != "" && !slices.Contains(policies, s.OnFailure) {
 			v.add(key+".on_failure", "unknown policy %q (supported: halt, skip, fail)", s.OnFailure)
 		}
+		v.loopOnly(key)
 		switch s.Kind {
 		case StepAgent:
-			if s.Agent == "" {
-				v.add(key+".agent", "is required for an agent step")
-			} else if c.Agents[s.Agent] == nil {
-				v.add(key+".agent", "unknown agent %q", s.Agent)
-			}
-			if s.Artifact != "" || s.Validity != (Validity{}) {
-				v.add(key, "artifact and validity apply to execution steps only")
-			}
+			v.agentStep(key, s)
+		case StepGate:
+			v.add(key+".kind", "gate steps run in graphs, and pipeline: is the learning loop, a chain: move the pipeline under pipelines: (pipelines: {NAME: {start, steps}}) to use gates")
 		case StepExecution:
 			if s.Agent != "" {
 				v.add(key+".agent", "an execution step runs no agent")
@@ -590,34 +594,7 @@ func (v *validator) pipeline() {
 		default:
 			v.add(key+".kind", "unknown step kind %q (supported: agent, execution)", s.Kind)
 		}
-		for i, d := range s.Deliver {
-			dk := fmt.Sprintf("%s.deliver[%d]", key, i)
-			if !slices.Contains(deliveryKinds, d.Kind) {
-				v.add(dk+".kind", "unknown kind %q (supported: %s)", d.Kind, strings.Join(deliveryKinds, ", "))
-			}
-			if len(d.To) == 0 {
-				v.add(dk+".to", "names no agent")
-			}
-			for _, to := range d.To {
-				if c.Agents[to] == nil {
-					v.add(dk+".to", "unknown agent %q", to)
-				}
-			}
-			if d.Section != "" && d.Field != "" {
-				v.add(dk, "set section (markdown) or field (JSON), not both")
-			}
-			if d.Field != "" && !strings.HasPrefix(d.Field, "/") {
-				v.add(dk+".field", "must be a JSON pointer, got %q", d.Field)
-			}
-			if out := v.stepOutput(s); out != "" {
-				if d.Section != "" && filepath.Ext(out) != ".md" {
-					v.add(dk+".section", "quotes a markdown section, but the step produces %s", out)
-				}
-				if d.Field != "" && filepath.Ext(out) != ".json" {
-					v.add(dk+".field", "quotes a JSON field, but the step produces %s", out)
-				}
-			}
-		}
+		v.deliveries(key, s)
 	}
 	if len(v.problems) > 0 || p.Start == "" {
 		return // the graph check below would only repeat what is already said
@@ -633,6 +610,50 @@ func (v *validator) pipeline() {
 		}
 	}
 	v.dataflow(m.Steps())
+}
+
+// agentStep checks an agent step's agent.
+func (v *validator) agentStep(key string, s *Step) {
+	if s.Agent == "" {
+		v.add(key+".agent", "is required for an agent step")
+	} else if v.c.Agents[s.Agent] == nil {
+		v.add(key+".agent", "unknown agent %q", s.Agent)
+	}
+	if s.Artifact != "" || s.Validity != (Validity{}) {
+		v.add(key, "artifact and validity apply to execution steps only")
+	}
+}
+
+// deliveries checks the messages a step deposits when it succeeds.
+func (v *validator) deliveries(key string, s *Step) {
+	for i, d := range s.Deliver {
+		dk := fmt.Sprintf("%s.deliver[%d]", key, i)
+		if !slices.Contains(deliveryKinds, d.Kind) {
+			v.add(dk+".kind", "unknown kind %q (supported: %s)", d.Kind, strings.Join(deliveryKinds, ", "))
+		}
+		if len(d.To) == 0 {
+			v.add(dk+".to", "names no agent")
+		}
+		for _, to := range d.To {
+			if v.c.Agents[to] == nil {
+				v.add(dk+".to", "unknown agent %q", to)
+			}
+		}
+		if d.Section != "" && d.Field != "" {
+			v.add(dk, "set section (markdown) or field (JSON), not both")
+		}
+		if d.Field != "" && !strings.HasPrefix(d.Field, "/") {
+			v.add(dk+".field", "must be a JSON pointer, got %q", d.Field)
+		}
+		if out := v.stepOutput(s); out != "" {
+			if d.Section != "" && filepath.Ext(out) != ".md" {
+				v.add(dk+".section", "quotes a markdown section, but the step produces %s", out)
+			}
+			if d.Field != "" && filepath.Ext(out) != ".json" {
+				v.add(dk+".field", "quotes a JSON field, but the step produces %s", out)
+			}
+		}
+	}
 }
 
 // stepOutput is the artifact a step produces, if any.
@@ -673,7 +694,7 @@ func (v *validator) dataflow(order []string) {
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.Agents)) {
 		for i, in := range c.Agents[name].Inputs {
-			if in.History != nil && producedBy[in.Artifact] == "" {
+			if in.History != nil && producedBy[in.Artifact] == "" && !c.graphProduces(in.Artifact) {
 				v.add(fmt.Sprintf("agents.%s.inputs[%d].artifact", name, i), "no step produces %q", in.Artifact)
 			}
 		}

@@ -301,7 +301,7 @@ func NextStart(s config.Schedule, last *agentrunner.Cycle, now time.Time) time.T
 }
 
 func (e *Engine) latestCycle(ctx context.Context) (*agentrunner.Cycle, error) {
-	cs, err := e.store.Cycles(ctx, agentrunner.CycleFilter{Limit: 1})
+	cs, err := e.store.Cycles(ctx, agentrunner.CycleFilter{Pipeline: e.cfg.Name, Limit: 1})
 	if err != nil || len(cs) == 0 {
 		return nil, err
 	}
@@ -349,7 +349,7 @@ func (e *Engine) startCycle(ctx context.Context, force *agentrunner.Command) (*a
 	id := start.Format(cycleIDLayout)
 	c := &agentrunner.Cycle{
 		ID: id, Pipeline: e.cfg.Name, Status: agentrunner.CycleRunning, Step: string(to),
-		Dir: e.ws.Layout.Cycle(id), StartedAt: now,
+		Dir: e.ws.Layout.Cycle(id), StartedAt: now, Serial: true,
 	}
 	err = e.untilResourced(ctx, id, "", opCycleDir, func() error {
 		return e.fileOp(opCycleDir, func() error { return atomicfile.MkdirAll(c.Dir, 0o755) })
@@ -392,7 +392,7 @@ func (e *Engine) newAttempt(c *agentrunner.Cycle, step string, n int, now, notBe
 // recorded as interrupted and the step is attempted again, with the attempt
 // counted.
 func (e *Engine) resume(ctx context.Context) (*agentrunner.Cycle, *agentrunner.Attempt, error) {
-	c, err := e.store.UnfinishedCycle(ctx)
+	c, err := e.store.UnfinishedCycle(ctx, e.cfg.Name)
 	if agentrunner.ErrorCode(err) == agentrunner.ENOTFOUND {
 		return nil, nil, nil
 	}

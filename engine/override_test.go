@@ -99,7 +99,7 @@ func TestPauseHoldsTheNextStep(t *testing.T) {
 	if !ctl.Paused || ctl.PausedBy != "alice" {
 		t.Fatalf("control %+v, want paused by alice", ctl)
 	}
-	c, _ := f.store.UnfinishedCycle(context.Background())
+	c, _ := f.store.UnfinishedCycle(context.Background(), f.ws.Config.Name)
 	if diff := cmp.Diff([]string{"plan#1:succeeded", "research#1:pending"}, f.attempts(c.ID)); diff != "" {
 		t.Errorf("attempts while paused (-want +got):\n%s", diff)
 	}
@@ -206,7 +206,7 @@ func TestAbortAHaltedCycle(t *testing.T) {
 	if c := f.runOnce(e); c.Status != agentrunner.CycleHalted {
 		t.Fatalf("cycle %s, want halted", c.Status)
 	}
-	halted, _ := f.store.UnfinishedCycle(context.Background())
+	halted, _ := f.store.UnfinishedCycle(context.Background(), f.ws.Config.Name)
 	f.command(nil, agentrunner.CommandAbort, "alice", nil)
 	f.fail("synthesize")
 	// run --once after the abort runs a new cycle.

@@ -213,7 +213,17 @@ func (s failingStore) Apply(context.Context, *agentrunner.Change) error { return
 func (s failingStore) Cycle(context.Context, string) (*agentrunner.Cycle, error) {
 	return nil, s.err
 }
-func (s failingStore) UnfinishedCycle(context.Context) (*agentrunner.Cycle, error) {
+func (s failingStore) UnfinishedCycle(context.Context, string) (*agentrunner.Cycle, error) {
+	return nil, s.err
+}
+func (s failingStore) ApplyAll(context.Context, ...*agentrunner.Change) error { return s.err }
+func (s failingStore) Run(context.Context, string) (*agentrunner.Run, error) {
+	return nil, s.err
+}
+func (s failingStore) Runs(context.Context, agentrunner.RunFilter) ([]*agentrunner.Run, error) {
+	return nil, s.err
+}
+func (s failingStore) StepRuns(context.Context, agentrunner.StepRunFilter) ([]*agentrunner.StepRun, error) {
 	return nil, s.err
 }
 func (s failingStore) Cycles(context.Context, agentrunner.CycleFilter) ([]*agentrunner.Cycle, error) {

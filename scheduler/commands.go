@@ -206,6 +206,14 @@ func (s *Scheduler) dispatch(ctx context.Context) {
 		if s.runs[t.rs.run.ID] != t.rs || t.ss.sr.Status != agentrunner.StepRunOpen || t.ss.att.Number != t.att.Number {
 			continue // the run ended while the attempt waited for a slot
 		}
+		if t.att.Status == agentrunner.AttemptPending {
+			// Its backoff is over. The start is committed with the
+			// attempt's end: one commit per transition. A crash before
+			// then finds it pending and starts it again, as it should.
+			started := *t.att
+			started.Status, started.StartedAt = agentrunner.AttemptRunning, s.clock.Now()
+			t.att, t.ss.att = &started, &started
+		}
 		s.slots--
 		s.startWorker(ctx, t)
 	}

@@ -16,13 +16,13 @@ import (
 // passed over (a run lost when an older backup was restored leaves its
 // directory; its files are not the new run's).
 type idAllocator struct {
-	store agentrunner.Store
+	store Store
 	clock agentrunner.Clock
 	// last is the newest id handed out, by pipeline.
 	last map[string]string
 }
 
-func newIDAllocator(store agentrunner.Store, clock agentrunner.Clock) *idAllocator {
+func newIDAllocator(store Store, clock agentrunner.Clock) *idAllocator {
 	return &idAllocator{store: store, clock: clock, last: map[string]string{}}
 }
 

@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"time"
 
 	"github.com/agentrunner/agentrunner"
-	"github.com/agentrunner/agentrunner/internal/atomicfile"
 )
 
 // finish takes a run that will run no more steps out of the scheduler and
@@ -52,7 +52,9 @@ func (s *Scheduler) begin(ch *agentrunner.Change, rs *runState) {
 	r.Status = agentrunner.RunRunning
 	rs.run = &r
 	s.active[r.Pipeline]++
-	if err := atomicfile.MkdirAll(r.Dir, 0o755); err != nil {
+	// The directory is a view of the run, not its record: it is made
+	// without an fsync, and a step kind makes it again if a crash lost it.
+	if err := os.MkdirAll(r.Dir, 0o755); err != nil {
 		// The run fails with the reason recorded; nothing of it ran.
 		ch.Runs = append(ch.Runs, &r)
 		s.endRun(ch, rs, agentrunner.RunFailed, fmt.Sprintf("create the run's directory: %v", err))

@@ -30,9 +30,16 @@ import (
 	"github.com/agentrunner/agentrunner/route"
 )
 
+// Store is what the scheduler needs of the store.
+type Store interface {
+	agentrunner.RunStore
+	Attempts(ctx context.Context, runID string) ([]*agentrunner.Attempt, error)
+	PendingCommands(ctx context.Context) ([]*agentrunner.Command, error)
+}
+
 // Options wire a scheduler.
 type Options struct {
-	Store agentrunner.Store
+	Store Store
 	// Pipelines are the graphs it runs, by name; each was checked by
 	// graph.Check.
 	Pipelines map[string]*agentrunner.Pipeline
@@ -70,7 +77,7 @@ type Stats struct {
 // Scheduler runs the step runs of every unfinished run.
 type Scheduler struct {
 	opts     Options
-	store    agentrunner.Store
+	store    Store
 	clock    agentrunner.Clock
 	log      *slog.Logger
 	labels   map[*agentrunner.Step]*route.Extractor

@@ -19,7 +19,6 @@ const (
 	EventRunFailed    = "run.failed"
 	EventRunHalted    = "run.halted"
 	EventRunAborted   = "run.aborted"
-	EventStepOpened   = "step.opened"
 	EventJoinArrived  = "join.arrived"
 	EventLoopCapped   = "loop.capped"
 	EventGateOpened   = "gate.opened"
@@ -197,7 +196,6 @@ func (s *Scheduler) capped(ch *agentrunner.Change, rs *runState, st *agentrunner
 func (s *Scheduler) startStepRun(ch *agentrunner.Change, rs *runState, ss *stepState) {
 	ss.sr.Status = agentrunner.StepRunOpen
 	s.putStepRun(ch, ss)
-	s.event(ch, rs, ss.sr.Step, EventStepOpened, agentrunner.LevelInfo, map[string]any{"visit": ss.sr.Visit, "from": ss.sr.From})
 	s.newAttempt(ch, rs, ss, time.Time{}, 0)
 }
 
@@ -220,7 +218,7 @@ func (s *Scheduler) newAttempt(ch *agentrunner.Change, rs *runState, ss *stepSta
 		s.batch.delay = append(s.batch.delay, t)
 	} else {
 		s.batch.start = append(s.batch.start, t)
-		s.event(ch, rs, st.ID, agentrunner.EventAttemptStarted, agentrunner.LevelInfo, map[string]any{"attempt": n, "visit": ss.sr.Visit, "dir": att.Dir})
+		s.event(ch, rs, st.ID, agentrunner.EventAttemptStarted, agentrunner.LevelInfo, map[string]any{"attempt": n, "visit": ss.sr.Visit, "from": ss.sr.From})
 	}
 	ch.Attempts = append(ch.Attempts, att)
 	s.batch.transitions++
@@ -355,6 +353,9 @@ func (s *Scheduler) endRun(ch *agentrunner.Change, rs *runState, status agentrun
 		}
 		if ss.cancel != nil {
 			ss.cancel()
+		}
+		if a := ss.att; a != nil && (a.Status == agentrunner.AttemptRunning || a.Status == agentrunner.AttemptPending) {
+			s.closeAttempt(ch, rs, ss, agentrunner.AttemptFailed, nil, agentrunner.Fail(agentrunner.ClassAborted, "the run ended (%s) before this attempt did", status))
 		}
 		ss.sr.Status, ss.sr.EndedAt, ss.deadline = agentrunner.StepRunCanceled, now, time.Time{}
 		s.putStepRun(ch, ss)

@@ -65,7 +65,7 @@ func history(b *testing.B, path string, cycles int) {
 	defer db.Close()
 	stmts := []string{
 		`WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < ?)
-		 INSERT INTO cycles (id, pipeline, status, dir, started_at, ended_at)
+		 INSERT INTO runs (id, pipeline, status, dir, started_at, ended_at)
 		 SELECT printf('c%08d', n), 'crypton', 'completed', printf('/srv/loop/artifacts/cycles/c%08d', n),
 		        strftime('%Y-%m-%dT%H:%M:%fZ', 1700000000 + n * 21600, 'unixepoch'), strftime('%Y-%m-%dT%H:%M:%fZ', 1700000000 + n * 21600 + 900, 'unixepoch') FROM c`,
 		`WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < ?), s(k, step) AS (VALUES

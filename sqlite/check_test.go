@@ -199,7 +199,7 @@ func TestCheck(t *testing.T) {
 	}{
 		{"sound", sound, true, ""},
 		{"damaged pages", damaged, false, "page"},
-		{"dangling foreign key", orphan, false, "row 1 of attempts refers to a missing row of cycles"},
+		{"dangling foreign key", orphan, false, "row 1 of attempts refers to a missing row of runs"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -5,14 +5,7 @@ import (
 	"syscall"
 
 	msqlite "modernc.org/sqlite"
-)
-
-// SQLite's result codes for running out of a resource
-// (https://sqlite.org/rescode.html); primary codes are the low byte.
-const (
-	sqliteNoMem      = 7    // SQLITE_NOMEM
-	sqliteFull       = 13   // SQLITE_FULL: the disk (or max_page_count) is full
-	sqliteIOErrNoMem = 3082 // SQLITE_IOERR_NOMEM
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // exhaustedError is a SQLite error that says a resource ran out, with the
@@ -29,16 +22,19 @@ func (e *exhaustedError) Error() string { return e.err.Error() }
 func (e *exhaustedError) Unwrap() []error { return []error{e.err, e.errno} }
 
 // exhausted returns err with the errno of the resource SQLite ran out of,
-// when that is why it failed; else err as it is.
+// when that is why it failed (its result code, https://sqlite.org/rescode.html:
+// SQLITE_FULL, the disk or max_page_count is full; SQLITE_NOMEM and
+// SQLITE_IOERR_NOMEM); else err as it is.
 func exhausted(err error) error {
 	var se *msqlite.Error
-	if !errors.As(err, &se) {
+	var done *exhaustedError
+	if !errors.As(err, &se) || errors.As(err, &done) {
 		return err
 	}
 	switch code := se.Code(); {
-	case code&0xff == sqliteFull:
+	case code&0xff == sqlite3.SQLITE_FULL:
 		return &exhaustedError{err: err, errno: syscall.ENOSPC}
-	case code&0xff == sqliteNoMem, code == sqliteIOErrNoMem:
+	case code&0xff == sqlite3.SQLITE_NOMEM, code == sqlite3.SQLITE_IOERR_NOMEM:
 		return &exhaustedError{err: err, errno: syscall.ENOMEM}
 	}
 	return err

@@ -159,7 +159,7 @@ func TestMigrationKeepsData(t *testing.T) {
 		t.Fatalf("migrate: %v", err)
 	}
 	defer s.Close()
-	c, err := s.UnfinishedCycle(ctx)
+	c, err := s.UnfinishedCycle(ctx, "p")
 	if err != nil || c.ID != "20261102_000000" || c.Step != "plan" {
 		t.Fatalf("unfinished cycle after the migration: %+v, %v", c, err)
 	}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/agentrunner/agentrunner"
+	msqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // timeLayout is fixed-width, so stored times sort as strings.
@@ -38,23 +40,39 @@ func decodeTime(s sql.NullString) (time.Time, error) {
 
 // The statements of Apply.
 const (
-	sqlState = `SELECT COALESCE(
-		(SELECT CASE status WHEN 'halted' THEN 'Halted' ELSE step END FROM cycles WHERE status IN ('running', 'halted')),
-		CASE WHEN EXISTS (SELECT 1 FROM cycles) THEN 'WaitingForNextCycle' ELSE 'Idle' END)`
-	sqlUpsertCycle = `
-		INSERT INTO cycles (id, pipeline, status, step, last_completed_step, dir, started_at, ended_at, error)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+	// sqlState is the state of the pipeline ?1, else of the run ?2's: its
+	// unfinished run's step (or Halted), else Waiting once it has a run.
+	sqlState = `WITH p (name) AS (SELECT COALESCE(?1, (SELECT pipeline FROM runs WHERE id = ?2)))
+		SELECT COALESCE(
+		(SELECT CASE status WHEN 'halted' THEN 'Halted' ELSE step END FROM runs
+			WHERE pipeline = (SELECT name FROM p) AND status IN ('running', 'halted')),
+		CASE WHEN EXISTS (SELECT 1 FROM runs WHERE pipeline = (SELECT name FROM p)) THEN 'WaitingForNextCycle' ELSE 'Idle' END)`
+	// sqlUpsertRun leaves a run of another pipeline alone: no row changes,
+	// and the caller refuses the change.
+	sqlUpsertRun = `
+		INSERT INTO runs (id, pipeline, status, step, last_completed_step, dir, started_at, ended_at, error,
+			inputs, parent, serial)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET
 			status = excluded.status, step = excluded.step,
 			last_completed_step = excluded.last_completed_step,
-			ended_at = excluded.ended_at, error = excluded.error`
-	sqlStepCycle = `UPDATE cycles SET step = ?, last_completed_step = ?, ended_at = ?, error = ?
+			ended_at = excluded.ended_at, error = excluded.error
+		WHERE runs.pipeline = excluded.pipeline`
+	sqlStepCycle = `UPDATE runs SET step = ?, last_completed_step = ?, ended_at = ?, error = ?
 		WHERE id = ? AND status = 'running' AND step = ?`
+	sqlUpsertStepRun = `
+		INSERT INTO step_runs (run_id, step, visit, status, from_key, arrived, label, output,
+			opened_at, ended_at, error, decision)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (run_id, step, visit) DO UPDATE SET
+			status = excluded.status, from_key = excluded.from_key, arrived = excluded.arrived,
+			label = excluded.label, output = excluded.output, opened_at = excluded.opened_at,
+			ended_at = excluded.ended_at, error = excluded.error, decision = excluded.decision`
 	// The multi-row statements take their VALUES rows where %s is.
 	sqlUpsertAttempts = `
 		INSERT INTO attempts (cycle_id, step, number, agent, status, error_class, error,
 			not_before, started_at, ended_at, exit_code, output_path, dir,
-			input_tokens, output_tokens, cached_tokens, turns, tool_calls, retry_base)
+			input_tokens, output_tokens, cached_tokens, turns, tool_calls, retry_base, visit)
 		VALUES %s
 		ON CONFLICT (cycle_id, step, number) DO UPDATE SET
 			status = excluded.status, error_class = excluded.error_class, error = excluded.error,
@@ -63,7 +81,7 @@ const (
 			output_path = excluded.output_path, dir = excluded.dir,
 			input_tokens = excluded.input_tokens, output_tokens = excluded.output_tokens,
 			cached_tokens = excluded.cached_tokens, turns = excluded.turns, tool_calls = excluded.tool_calls,
-			retry_base = excluded.retry_base`
+			retry_base = excluded.retry_base, visit = excluded.visit`
 	sqlInsertEvents = `
 		INSERT INTO events (timestamp, event_type, agent, step, cycle_id, level, details)
 		VALUES %s`
@@ -109,7 +127,7 @@ func (w *writer) exec(ctx context.Context, query string, args ...any) (sql.Resul
 }
 
 // queryRow runs a one-row query on the write connection; the caller holds mu.
-func (w *writer) queryRow(ctx context.Context, query string, dst ...any) error {
+func (w *writer) queryRow(ctx context.Context, query string, args []any, dst ...any) error {
 	stmt, ok := w.stmts[query]
 	if !ok {
 		var err error
@@ -118,7 +136,7 @@ func (w *writer) queryRow(ctx context.Context, query string, dst ...any) error {
 		}
 		w.stmts[query] = stmt
 	}
-	return stmt.QueryRowContext(ctx).Scan(dst...)
+	return stmt.QueryRowContext(ctx, args...).Scan(dst...)
 }
 
 // maxRows bounds the rows of one multi-row statement, far below SQLite's
@@ -161,9 +179,11 @@ func (s *Store) Apply(ctx context.Context, ch *agentrunner.Change) error {
 }
 
 // ApplyAll commits changes, in order, in one IMMEDIATE transaction: all of
-// them or none. It writes a long history at once (an import, a benchmark's
-// history) as Apply would write it change by change, tool usage summary
-// included; the engine commits one change at a time with Apply.
+// them or none; a change's guard sees the changes before it. It writes
+// the transitions of many runs in one commit (the graph scheduler's group
+// commit) and a long history at once, as Apply would write it change by
+// change, tool usage summary included; the loop engine commits one change
+// at a time with Apply.
 func (s *Store) ApplyAll(ctx context.Context, chs ...*agentrunner.Change) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -175,7 +195,7 @@ func (s *Store) ApplyAll(ctx context.Context, chs ...*agentrunner.Change) (err e
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if _, err := w.exec(ctx, "BEGIN IMMEDIATE"); err != nil {
-		return fmt.Errorf("begin: %w", err)
+		return translate(err, "begin", "")
 	}
 	defer func() {
 		if err != nil {
@@ -191,7 +211,7 @@ func (s *Store) ApplyAll(ctx context.Context, chs ...*agentrunner.Change) (err e
 		}
 	}
 	if _, err = w.exec(ctx, "COMMIT"); err != nil {
-		return fmt.Errorf("commit: %w", err)
+		return translate(err, "commit", "")
 	}
 	s.commits.Add(1)
 	return nil
@@ -207,26 +227,29 @@ func (w *writer) change(ctx context.Context, ch *agentrunner.Change) (err error)
 		// at step From), and leaves the index on status alone.
 		res, err := w.exec(ctx, sqlStepCycle, c.Step, c.LastCompletedStep, encodeTime(c.EndedAt), c.Error, c.ID, string(ch.From))
 		if err != nil {
-			return translate(err, "cycle "+c.ID)
+			return translate(err, "cycle "+c.ID, "")
 		}
 		n, _ := res.RowsAffected()
 		cycleDone = n == 1 // else the check below says why
 	}
 	if ch.From != "" && !cycleDone {
-		var state string
-		if err := w.queryRow(ctx, sqlState, &state); err != nil {
-			return fmt.Errorf("read current state: %w", err)
-		}
-		if agentrunner.State(state) != ch.From {
-			return agentrunner.Errorf(agentrunner.ECONFLICT, "state is %s, not %s: the change was not applied", state, ch.From)
+		if err := w.guard(ctx, ch); err != nil {
+			return err
 		}
 	}
 	if c := ch.Cycle; c != nil && !cycleDone {
-		_, err = w.exec(ctx, sqlUpsertCycle,
-			c.ID, c.Pipeline, string(c.Status), c.Step, c.LastCompletedStep, c.Dir,
-			encodeTime(c.StartedAt), encodeTime(c.EndedAt), c.Error)
-		if err != nil {
-			return translate(err, "cycle "+c.ID)
+		if err := w.upsertRun(ctx, c); err != nil {
+			return err
+		}
+	}
+	for _, r := range ch.Runs {
+		if err := w.upsertRun(ctx, r); err != nil {
+			return err
+		}
+	}
+	for _, sr := range ch.StepRuns {
+		if err := w.upsertStepRun(ctx, sr); err != nil {
+			return err
 		}
 	}
 	if len(ch.Attempts) > 0 {
@@ -239,10 +262,10 @@ func (w *writer) change(ctx context.Context, ch *agentrunner.Change) (err error)
 			u := a.Usage
 			rows[i] = []any{a.CycleID, a.Step, a.Number, a.Agent, string(a.Status), string(a.ErrorClass), a.Error,
 				encodeTime(a.NotBefore), encodeTime(a.StartedAt), encodeTime(a.EndedAt), exit, a.OutputPath, a.Dir,
-				u.InputTokens, u.OutputTokens, u.CachedTokens, u.Turns, u.ToolCalls, a.RetryBase}
+				u.InputTokens, u.OutputTokens, u.CachedTokens, u.Turns, u.ToolCalls, a.RetryBase, max(a.Visit, 1)}
 		}
 		if _, err = w.execRows(ctx, sqlUpsertAttempts, rows); err != nil {
-			return translate(err, fmt.Sprintf("attempts of cycle %s", ch.Attempts[0].CycleID))
+			return translate(err, fmt.Sprintf("attempts of run %s", ch.Attempts[0].CycleID), "")
 		}
 	}
 	if len(ch.Events) > 0 {
@@ -262,7 +285,7 @@ func (w *writer) change(ctx context.Context, ch *agentrunner.Change) (err error)
 		}
 		ids, err := w.execRows(ctx, sqlInsertEvents, rows)
 		if err != nil {
-			return translate(err, "events")
+			return translate(err, "events", "")
 		}
 		for i, e := range ch.Events {
 			e.ID = ids[i]
@@ -273,13 +296,13 @@ func (w *writer) change(ctx context.Context, ch *agentrunner.Change) (err error)
 	}
 	for _, m := range ch.Outbox {
 		if _, err = w.exec(ctx, sqlInsertOutbox, m.Key, m.Kind, m.CycleID, m.Payload, encodeTime(m.CreatedAt)); err != nil {
-			return translate(err, "outbox "+m.Key)
+			return translate(err, "outbox "+m.Key, "")
 		}
 	}
 	for _, m := range ch.Delivered {
 		res, err := w.exec(ctx, sqlDelivered, encodeTime(m.DeliveredAt), m.Response, m.Key)
 		if err != nil {
-			return translate(err, "outbox "+m.Key)
+			return translate(err, "outbox "+m.Key, "")
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
 			return agentrunner.Errorf(agentrunner.ENOTFOUND, "outbox message %q not found", m.Key)
@@ -288,7 +311,7 @@ func (w *writer) change(ctx context.Context, ch *agentrunner.Change) (err error)
 	for _, c := range ch.Consumed {
 		res, err := w.exec(ctx, sqlConsumed, encodeTime(c.ConsumedAt), c.Result, c.ID)
 		if err != nil {
-			return translate(err, fmt.Sprintf("command %d", c.ID))
+			return translate(err, fmt.Sprintf("command %d", c.ID), "")
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
 			return agentrunner.Errorf(agentrunner.ECONFLICT, "command %d was already consumed or does not exist", c.ID)
@@ -296,10 +319,90 @@ func (w *writer) change(ctx context.Context, ch *agentrunner.Change) (err error)
 	}
 	if c := ch.Control; c != nil {
 		if _, err = w.exec(ctx, sqlControl, c.Paused, c.PausedBy, encodeTime(c.PausedAt)); err != nil {
-			return translate(err, "control")
+			return translate(err, "control", "")
 		}
 	}
 	return nil
+}
+
+// guard refuses the change unless the state of its pipeline is From:
+// the pipeline of its cycle, else of the run of its first attempt.
+func (w *writer) guard(ctx context.Context, ch *agentrunner.Change) error {
+	var pipeline, run any
+	switch {
+	case ch.Cycle != nil:
+		pipeline = ch.Cycle.Pipeline
+	case len(ch.Attempts) > 0:
+		run = ch.Attempts[0].CycleID
+	default:
+		return agentrunner.Errorf(agentrunner.EINVALID, "a change guarded by state %s names no cycle or attempt whose pipeline is in that state", ch.From)
+	}
+	var state string
+	if err := w.queryRow(ctx, sqlState, []any{pipeline, run}, &state); err != nil {
+		return translate(err, "read current state", "")
+	}
+	if agentrunner.State(state) != ch.From {
+		return agentrunner.Errorf(agentrunner.ECONFLICT, "state is %s, not %s: the change was not applied", state, ch.From)
+	}
+	return nil
+}
+
+// upsertRun inserts or updates a run; the caller holds mu.
+func (w *writer) upsertRun(ctx context.Context, r *agentrunner.Run) error {
+	inputs, err := encodeJSON(r.Inputs, len(r.Inputs) == 0, "{}")
+	if err != nil {
+		return &agentrunner.Error{Code: agentrunner.EINVALID, Message: fmt.Sprintf("inputs of run %s", r.ID), Err: err}
+	}
+	res, err := w.exec(ctx, sqlUpsertRun,
+		r.ID, r.Pipeline, string(r.Status), r.Step, r.LastCompletedStep, r.Dir,
+		encodeTime(r.StartedAt), encodeTime(r.EndedAt), r.Error, inputs, r.Parent, r.Serial)
+	if err != nil {
+		return translate(err, "run "+r.ID, fmt.Sprintf("another run of pipeline %s is unfinished (running or halted)", r.Pipeline))
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return agentrunner.Errorf(agentrunner.ECONFLICT, "run id %s is taken by a run of another pipeline than %s", r.ID, r.Pipeline)
+	}
+	return nil
+}
+
+// storedDecision is how a gate's decision is stored, as JSON.
+type storedDecision struct {
+	Action    agentrunner.DecisionAction `json:"action"`
+	To        string                     `json:"to,omitempty"`
+	Comment   string                     `json:"comment,omitempty"`
+	Operator  string                     `json:"operator"`
+	DecidedAt time.Time                  `json:"decided_at"`
+}
+
+// upsertStepRun inserts or updates a step run; the caller holds mu.
+func (w *writer) upsertStepRun(ctx context.Context, sr *agentrunner.StepRun) error {
+	what := fmt.Sprintf("step run %s of run %s", sr.Key(), sr.RunID)
+	arrived, err := encodeJSON(sr.Arrived, len(sr.Arrived) == 0, "[]")
+	if err != nil {
+		return &agentrunner.Error{Code: agentrunner.EINVALID, Message: what, Err: err}
+	}
+	var decision any
+	if d := sr.Decision; d != nil {
+		if decision, err = encodeJSON(storedDecision(*d), false, ""); err != nil {
+			return &agentrunner.Error{Code: agentrunner.EINVALID, Message: what, Err: err}
+		}
+	}
+	_, err = w.exec(ctx, sqlUpsertStepRun, sr.RunID, sr.Step, sr.Visit, string(sr.Status), sr.From, arrived,
+		sr.Label, sr.Output, encodeTime(sr.OpenedAt), encodeTime(sr.EndedAt), sr.Error, decision)
+	if err != nil {
+		return translate(err, what, "")
+	}
+	return nil
+}
+
+// encodeJSON is v as JSON text, or empty (what an empty value is stored
+// as) when isEmpty.
+func encodeJSON(v any, isEmpty bool, empty string) (string, error) {
+	if isEmpty {
+		return empty, nil
+	}
+	b, err := json.Marshal(v)
+	return string(b), err
 }
 
 // toolSum is what the summary adds for a tool in an hour, or in total.
@@ -361,16 +464,28 @@ func (w *writer) summarizeToolCalls(ctx context.Context, evs []*agentrunner.Even
 	return nil
 }
 
-// translate turns constraint violations into coded errors, in one place.
-func translate(err error, what string) error {
-	msg := err.Error()
-	switch {
-	case strings.Contains(msg, "cycles_one_unfinished"):
-		return agentrunner.Errorf(agentrunner.ECONFLICT, "%s: another cycle is unfinished (running or halted)", what)
-	case strings.Contains(msg, "constraint failed"):
-		return &agentrunner.Error{Code: agentrunner.EINVALID, Message: what, Err: err}
+// translate gives a store error its code, in one place, by SQLite's
+// result code (never by its message): a unique key taken is a conflict,
+// said in the caller's words (conflict), another constraint broken is
+// invalid input, a database busy beyond the busy timeout is unavailable,
+// and a full disk or no memory is the resource that ran out (exhausted).
+func translate(err error, what, conflict string) error {
+	var se *msqlite.Error
+	if !errors.As(err, &se) {
+		return fmt.Errorf("%s: %w", what, err)
 	}
-	return fmt.Errorf("%s: %w", what, err)
+	switch code := se.Code(); {
+	case code == sqlite3.SQLITE_CONSTRAINT_UNIQUE || code == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+		if conflict == "" {
+			conflict = "it exists already"
+		}
+		return agentrunner.Errorf(agentrunner.ECONFLICT, "%s: %s", what, conflict)
+	case code&0xff == sqlite3.SQLITE_CONSTRAINT:
+		return &agentrunner.Error{Code: agentrunner.EINVALID, Message: what, Err: err}
+	case code&0xff == sqlite3.SQLITE_BUSY || code&0xff == sqlite3.SQLITE_LOCKED:
+		return &agentrunner.Error{Code: agentrunner.EUNAVAILABLE, Message: what + ": the state database is busy", Err: err}
+	}
+	return exhausted(fmt.Errorf("%s: %w", what, err))
 }
 
 // scanner is a row to scan: *sql.Row or *sql.Rows.
@@ -394,56 +509,96 @@ func queryAll[T any](ctx context.Context, db *sql.DB, scan func(scanner) (T, err
 	return out, rows.Err()
 }
 
-const cycleColumns = `id, pipeline, status, step, last_completed_step, dir, started_at, ended_at, error`
+const runColumns = `id, pipeline, status, step, last_completed_step, dir, started_at, ended_at, error, inputs, parent, serial`
 
-func scanCycle(row scanner) (*agentrunner.Cycle, error) {
-	var c agentrunner.Cycle
+func scanRun(row scanner) (*agentrunner.Run, error) {
+	var r agentrunner.Run
 	var started, ended sql.NullString
-	if err := row.Scan(&c.ID, &c.Pipeline, &c.Status, &c.Step, &c.LastCompletedStep, &c.Dir, &started, &ended, &c.Error); err != nil {
+	var inputs string
+	if err := row.Scan(&r.ID, &r.Pipeline, &r.Status, &r.Step, &r.LastCompletedStep, &r.Dir, &started, &ended, &r.Error,
+		&inputs, &r.Parent, &r.Serial); err != nil {
 		return nil, err
 	}
 	var err error
-	if c.StartedAt, err = decodeTime(started); err != nil {
+	if r.StartedAt, err = decodeTime(started); err != nil {
 		return nil, err
 	}
-	if c.EndedAt, err = decodeTime(ended); err != nil {
+	if r.EndedAt, err = decodeTime(ended); err != nil {
 		return nil, err
 	}
-	return &c, nil
+	if inputs != "{}" {
+		if err := json.Unmarshal([]byte(inputs), &r.Inputs); err != nil {
+			return nil, fmt.Errorf("inputs of run %s: %w", r.ID, err)
+		}
+	}
+	return &r, nil
 }
 
-func (s *Store) oneCycle(ctx context.Context, what, where string, args ...any) (*agentrunner.Cycle, error) {
-	c, err := scanCycle(s.read.QueryRowContext(ctx, `SELECT `+cycleColumns+` FROM cycles WHERE `+where, args...))
+func (s *Store) oneRun(ctx context.Context, what, where string, args ...any) (*agentrunner.Run, error) {
+	r, err := scanRun(s.read.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE `+where, args...))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, agentrunner.Errorf(agentrunner.ENOTFOUND, "%s not found", what)
 	}
-	return c, err
+	return r, err
 }
 
 // Cycle returns one cycle by id.
 func (s *Store) Cycle(ctx context.Context, id string) (*agentrunner.Cycle, error) {
-	return s.oneCycle(ctx, fmt.Sprintf("cycle %q", id), `id = ?`, id)
+	return s.oneRun(ctx, fmt.Sprintf("cycle %q", id), `id = ?`, id)
 }
 
-// UnfinishedCycle returns the running or halted cycle.
-func (s *Store) UnfinishedCycle(ctx context.Context) (*agentrunner.Cycle, error) {
-	return s.oneCycle(ctx, "unfinished cycle", `status IN ('running', 'halted')`)
+// Run returns one run by id.
+func (s *Store) Run(ctx context.Context, id string) (*agentrunner.Run, error) {
+	return s.oneRun(ctx, fmt.Sprintf("run %q", id), `id = ?`, id)
+}
+
+// sqlUnfinishedSerial finds the one unfinished serial run of a pipeline
+// with the condition of the index runs_one_unfinished_serial.
+const sqlUnfinishedSerial = `pipeline = ? AND serial = 1 AND status IN ('running', 'halted')`
+
+// UnfinishedCycle returns the running or halted serial run of pipeline.
+func (s *Store) UnfinishedCycle(ctx context.Context, pipeline string) (*agentrunner.Cycle, error) {
+	return s.oneRun(ctx, fmt.Sprintf("unfinished cycle of pipeline %q", pipeline), sqlUnfinishedSerial, pipeline)
 }
 
 // Cycles lists cycles newest first.
 func (s *Store) Cycles(ctx context.Context, f agentrunner.CycleFilter) ([]*agentrunner.Cycle, error) {
-	q, args := cyclesQuery(f)
-	return queryAll(ctx, s.read, scanCycle, q, args...)
+	q, args := runsQuery(agentrunner.RunFilter{Pipeline: f.Pipeline, Status: f.Status, Before: f.Before, Limit: f.Limit})
+	return queryAll(ctx, s.read, scanRun, q, args...)
 }
 
-// cyclesQuery is the query of Cycles: a range of the primary key, or of
-// cycles_status with a status.
-func cyclesQuery(f agentrunner.CycleFilter) (string, []any) {
-	q := `SELECT ` + cycleColumns + ` FROM cycles WHERE 1 = 1`
+// Runs lists runs newest first.
+func (s *Store) Runs(ctx context.Context, f agentrunner.RunFilter) ([]*agentrunner.Run, error) {
+	q, args := runsQuery(f)
+	return queryAll(ctx, s.read, scanRun, q, args...)
+}
+
+// sqlUnfinishedRun is the condition of the partial index runs_unfinished,
+// as the migration words it: SQLite uses the index only for a query that
+// states the same condition.
+const sqlUnfinishedRun = `status = 'queued' OR status = 'running' OR status = 'halted'`
+
+// runsQuery is the query of Runs and Cycles: a range of the primary key,
+// of runs_pipeline, runs_status or runs_pipeline_status. Unfinished runs
+// of any status walk runs_unfinished, named, so they come in id order
+// from the runs in flight alone (SQLite would rather read each status
+// of runs_status, or every run of the pipeline, and sort).
+func runsQuery(f agentrunner.RunFilter) (string, []any) {
+	q := `SELECT ` + runColumns + ` FROM runs WHERE 1 = 1`
+	if f.Unfinished && f.Status == "" {
+		q = `SELECT ` + runColumns + ` FROM runs INDEXED BY runs_unfinished WHERE 1 = 1`
+	}
 	var args []any
+	if f.Pipeline != "" {
+		q += ` AND pipeline = ?`
+		args = append(args, f.Pipeline)
+	}
 	if f.Status != "" {
 		q += ` AND status = ?`
 		args = append(args, string(f.Status))
+	}
+	if f.Unfinished {
+		q += ` AND (` + sqlUnfinishedRun + `)`
 	}
 	if f.Before != "" {
 		q += ` AND id < ?`
@@ -457,11 +612,72 @@ func cyclesQuery(f agentrunner.CycleFilter) (string, []any) {
 	return q, args
 }
 
+const stepRunColumns = `run_id, step, visit, status, from_key, arrived, label, output, opened_at, ended_at, error, decision`
+
+// StepRuns lists step runs in the order they were opened.
+func (s *Store) StepRuns(ctx context.Context, f agentrunner.StepRunFilter) ([]*agentrunner.StepRun, error) {
+	q, args := stepRunsQuery(f)
+	return queryAll(ctx, s.read, scanStepRun, q, args...)
+}
+
+// stepRunsQuery is the query of StepRuns: a run's step runs by the
+// primary key, those of a status by step_runs_status, in rowid order
+// (the order they were opened in: an update keeps the rowid).
+func stepRunsQuery(f agentrunner.StepRunFilter) (string, []any) {
+	q := `SELECT ` + stepRunColumns + ` FROM step_runs WHERE 1 = 1`
+	var args []any
+	if f.RunID != "" {
+		q += ` AND run_id = ?`
+		args = append(args, f.RunID)
+	}
+	if f.Status != "" {
+		q += ` AND status = ?`
+		args = append(args, string(f.Status))
+	}
+	q += ` ORDER BY rowid`
+	if f.Limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, f.Limit)
+	}
+	return q, args
+}
+
+func scanStepRun(row scanner) (*agentrunner.StepRun, error) {
+	var sr agentrunner.StepRun
+	var opened, ended, decision sql.NullString
+	var arrived string
+	if err := row.Scan(&sr.RunID, &sr.Step, &sr.Visit, &sr.Status, &sr.From, &arrived, &sr.Label, &sr.Output,
+		&opened, &ended, &sr.Error, &decision); err != nil {
+		return nil, err
+	}
+	var err error
+	if sr.OpenedAt, err = decodeTime(opened); err != nil {
+		return nil, err
+	}
+	if sr.EndedAt, err = decodeTime(ended); err != nil {
+		return nil, err
+	}
+	if arrived != "[]" {
+		if err := json.Unmarshal([]byte(arrived), &sr.Arrived); err != nil {
+			return nil, fmt.Errorf("step run %s of run %s: arrived: %w", sr.Key(), sr.RunID, err)
+		}
+	}
+	if decision.Valid {
+		var d storedDecision
+		if err := json.Unmarshal([]byte(decision.String), &d); err != nil {
+			return nil, fmt.Errorf("step run %s of run %s: decision: %w", sr.Key(), sr.RunID, err)
+		}
+		dd := agentrunner.Decision(d)
+		sr.Decision = &dd
+	}
+	return &sr, nil
+}
+
 // Attempts lists a cycle's attempts in the order they were made.
 func (s *Store) Attempts(ctx context.Context, cycleID string) ([]*agentrunner.Attempt, error) {
 	return queryAll(ctx, s.read, scanAttempt, `
 		SELECT cycle_id, step, number, agent, status, error_class, error, not_before, started_at, ended_at,
-			exit_code, output_path, dir, input_tokens, output_tokens, cached_tokens, turns, tool_calls, retry_base
+			exit_code, output_path, dir, input_tokens, output_tokens, cached_tokens, turns, tool_calls, retry_base, visit
 		FROM attempts WHERE cycle_id = ? ORDER BY rowid`, cycleID)
 }
 
@@ -471,7 +687,7 @@ func scanAttempt(row scanner) (*agentrunner.Attempt, error) {
 	var exit sql.NullInt64
 	if err := row.Scan(&a.CycleID, &a.Step, &a.Number, &a.Agent, &a.Status, &a.ErrorClass, &a.Error,
 		&notBefore, &started, &ended, &exit, &a.OutputPath, &a.Dir,
-		&a.Usage.InputTokens, &a.Usage.OutputTokens, &a.Usage.CachedTokens, &a.Usage.Turns, &a.Usage.ToolCalls, &a.RetryBase); err != nil {
+		&a.Usage.InputTokens, &a.Usage.OutputTokens, &a.Usage.CachedTokens, &a.Usage.Turns, &a.Usage.ToolCalls, &a.RetryBase, &a.Visit); err != nil {
 		return nil, err
 	}
 	if exit.Valid {
@@ -593,7 +809,7 @@ func (s *Store) PruneEvents(ctx context.Context, before time.Time) (int64, error
 		(SELECT id FROM events WHERE timestamp >= ? ORDER BY id LIMIT 1),
 		(SELECT MAX(id) FROM events))`, encodeTime(before))
 	if err != nil {
-		return 0, fmt.Errorf("prune events: %w", err)
+		return 0, translate(err, "prune events", "")
 	}
 	n, err := res.RowsAffected()
 	if n > 0 {
@@ -689,7 +905,8 @@ func (s *Store) Outbox(ctx context.Context, f agentrunner.OutboxFilter) ([]*agen
 	return queryAll(ctx, s.read, scanOutbox, q, args...)
 }
 
-// AddCommand stores a command and assigns its ID.
+// AddCommand stores a command and assigns its ID. A command with a Target
+// whose kind and target are taken is refused with ECONFLICT.
 func (s *Store) AddCommand(ctx context.Context, c *agentrunner.Command) error {
 	args := []byte("{}")
 	if len(c.Args) > 0 {
@@ -700,10 +917,10 @@ func (s *Store) AddCommand(ctx context.Context, c *agentrunner.Command) error {
 	}
 	s.w.mu.Lock()
 	defer s.w.mu.Unlock()
-	res, err := s.w.exec(ctx, `INSERT INTO commands (kind, args, operator, created_at) VALUES (?, ?, ?, ?)`,
-		c.Kind, string(args), c.Operator, encodeTime(c.CreatedAt))
+	res, err := s.w.exec(ctx, `INSERT INTO commands (kind, args, operator, created_at, target) VALUES (?, ?, ?, ?, ?)`,
+		c.Kind, string(args), c.Operator, encodeTime(c.CreatedAt), c.Target)
 	if err != nil {
-		return translate(err, "command "+c.Kind)
+		return translate(err, "command "+c.Kind, fmt.Sprintf("%s was decided already", c.Target))
 	}
 	if c.ID, err = res.LastInsertId(); err != nil {
 		return err
@@ -712,13 +929,13 @@ func (s *Store) AddCommand(ctx context.Context, c *agentrunner.Command) error {
 	return nil
 }
 
-const commandColumns = `id, kind, args, operator, created_at, consumed_at, result`
+const commandColumns = `id, kind, args, operator, created_at, consumed_at, result, target`
 
 func scanCommand(row scanner) (*agentrunner.Command, error) {
 	var c agentrunner.Command
 	var args string
 	var created, consumed sql.NullString
-	if err := row.Scan(&c.ID, &c.Kind, &args, &c.Operator, &created, &consumed, &c.Result); err != nil {
+	if err := row.Scan(&c.ID, &c.Kind, &args, &c.Operator, &created, &consumed, &c.Result, &c.Target); err != nil {
 		return nil, err
 	}
 	var err error
@@ -787,7 +1004,7 @@ func (s *Store) RecordOutboxFailure(ctx context.Context, key, reason string, nex
 	res, err := s.w.exec(ctx, `UPDATE outbox SET attempts = attempts + 1, last_error = ?, next_attempt_at = ? WHERE key = ?`,
 		reason, encodeTime(next), key)
 	if err != nil {
-		return err
+		return translate(err, "outbox "+key, "")
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		return agentrunner.Errorf(agentrunner.ENOTFOUND, "outbox message %q not found", key)

@@ -42,7 +42,7 @@ func Run(t *testing.T, open func(t *testing.T) agentrunner.Store) {
 		{"CyclePagesByStatus", testCyclePages},
 		{"AuditPages", testAuditPages},
 	}
-	for _, tt := range tests {
+	for _, tt := range append(tests, runTests...) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := open(t)
 			t.Cleanup(func() { s.Close() })
@@ -53,8 +53,9 @@ func Run(t *testing.T, open func(t *testing.T) agentrunner.Store) {
 
 var t0 = time.Date(2026, 11, 22, 14, 0, 0, 123456789, time.UTC)
 
+// cycle is a cycle of the learning loop, whose cycles are serial.
 func cycle(id string, status agentrunner.CycleStatus, step string) *agentrunner.Cycle {
-	c := &agentrunner.Cycle{ID: id, Pipeline: "crypton", Status: status, Step: step, Dir: "/w/cycles/" + id, StartedAt: t0}
+	c := &agentrunner.Cycle{ID: id, Pipeline: "crypton", Status: status, Step: step, Dir: "/w/cycles/" + id, StartedAt: t0, Serial: true}
 	if status.Finished() {
 		c.EndedAt = t0.Add(time.Hour)
 	}
@@ -72,7 +73,7 @@ func testRoundTrip(t *testing.T, s agentrunner.Store) {
 	ctx := context.Background()
 	exit := 3
 	c := cycle("20261122_140000", agentrunner.CycleRunning, "plan")
-	a := &agentrunner.Attempt{CycleID: c.ID, Step: "plan", Number: 1, Agent: "plan", Status: agentrunner.AttemptFailed,
+	a := &agentrunner.Attempt{CycleID: c.ID, Step: "plan", Number: 1, Visit: 2, Agent: "plan", Status: agentrunner.AttemptFailed,
 		ErrorClass: agentrunner.ClassCrash, Error: "exit 3", StartedAt: t0, EndedAt: t0.Add(time.Second),
 		ExitCode: &exit, Dir: "/w/attempts/x", OutputPath: "",
 		Usage: agentrunner.Usage{InputTokens: 1200, OutputTokens: 300, CachedTokens: 800, Turns: 4, ToolCalls: 6}, RetryBase: 2}
@@ -89,7 +90,7 @@ func testRoundTrip(t *testing.T, s agentrunner.Store) {
 	if diff := cmp.Diff(c, got); diff != "" {
 		t.Errorf("cycle (-want +got):\n%s", diff)
 	}
-	un, err := s.UnfinishedCycle(ctx)
+	un, err := s.UnfinishedCycle(ctx, "crypton")
 	if err != nil || un.ID != c.ID {
 		t.Errorf("UnfinishedCycle = %v, %v", un, err)
 	}
@@ -171,11 +172,11 @@ func testAtomic(t *testing.T, s agentrunner.Store) {
 func testAttempts(t *testing.T, s agentrunner.Store) {
 	ctx := context.Background()
 	c := cycle("20261122_140000", agentrunner.CycleRunning, "plan")
-	a1 := &agentrunner.Attempt{CycleID: c.ID, Step: "plan", Number: 1, Status: agentrunner.AttemptRunning, StartedAt: t0}
+	a1 := &agentrunner.Attempt{CycleID: c.ID, Step: "plan", Number: 1, Visit: 1, Status: agentrunner.AttemptRunning, StartedAt: t0}
 	mustApply(t, s, &agentrunner.Change{Cycle: c, Attempts: []*agentrunner.Attempt{a1}})
 	a1done := *a1
 	a1done.Status, a1done.EndedAt, a1done.OutputPath = agentrunner.AttemptSucceeded, t0.Add(time.Minute), "/w/cycles/x/plan.md"
-	a2 := &agentrunner.Attempt{CycleID: c.ID, Step: "research", Number: 1, Status: agentrunner.AttemptPending, NotBefore: t0.Add(5 * time.Minute)}
+	a2 := &agentrunner.Attempt{CycleID: c.ID, Step: "research", Number: 1, Visit: 1, Status: agentrunner.AttemptPending, NotBefore: t0.Add(5 * time.Minute)}
 	mustApply(t, s, &agentrunner.Change{Attempts: []*agentrunner.Attempt{&a1done, a2}})
 	got, err := s.Attempts(ctx, c.ID)
 	if err != nil {
@@ -272,7 +273,7 @@ func testNotFound(t *testing.T, s agentrunner.Store) {
 	if _, err := s.Cycle(ctx, "x"); agentrunner.ErrorCode(err) != agentrunner.ENOTFOUND {
 		t.Errorf("Cycle: %v", err)
 	}
-	if _, err := s.UnfinishedCycle(ctx); agentrunner.ErrorCode(err) != agentrunner.ENOTFOUND {
+	if _, err := s.UnfinishedCycle(ctx, "crypton"); agentrunner.ErrorCode(err) != agentrunner.ENOTFOUND {
 		t.Errorf("UnfinishedCycle: %v", err)
 	}
 	if _, err := s.OutboxMessage(ctx, "x"); agentrunner.ErrorCode(err) != agentrunner.ENOTFOUND {
@@ -312,7 +313,7 @@ func testHalted(t *testing.T, s agentrunner.Store) {
 	halted := *c
 	halted.Status = agentrunner.CycleHalted
 	mustApply(t, s, &agentrunner.Change{From: "research", Cycle: &halted})
-	un, err := s.UnfinishedCycle(ctx)
+	un, err := s.UnfinishedCycle(ctx, "crypton")
 	if err != nil || un.Status != agentrunner.CycleHalted || un.State() != agentrunner.StateHalted {
 		t.Fatalf("UnfinishedCycle = %+v, %v; want the halted cycle", un, err)
 	}

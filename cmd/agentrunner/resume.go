@@ -41,7 +41,7 @@ API key in $AGENTRUNNER_API_KEY, and the operator is the key's name.`,
 				return failureError(err)
 			}
 			defer store.Close()
-			c, err := store.UnfinishedCycle(cmd.Context())
+			c, err := store.UnfinishedCycle(cmd.Context(), cfg.Name)
 			if err != nil || c.Status != agentrunner.CycleHalted {
 				return failureError(fmt.Errorf("the loop is not halted (status: %s)", stateOf(c)))
 			}

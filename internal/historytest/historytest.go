@@ -110,21 +110,21 @@ func shifted(col string) string { return strings.ReplaceAll(shift, "{col}", col)
 // then attempts and events in the order they were written, then the tool
 // usage summary of their hours.
 var copySQL = []string{
-	`INSERT INTO cycles (id, pipeline, status, step, last_completed_step, dir, started_at, ended_at, error)
+	`INSERT INTO runs (id, pipeline, status, step, last_completed_step, dir, started_at, ended_at, error, serial)
 		SELECT ` + newID + `, pipeline, status, step, last_completed_step, replace(dir, c.id, ` + newID + `),
-			` + shifted("started_at") + `, ` + shifted("ended_at") + `, error
-		FROM cycles c WHERE c.id < ?1 ORDER BY c.id`,
+			` + shifted("started_at") + `, ` + shifted("ended_at") + `, error, serial
+		FROM runs c WHERE c.id < ?1 ORDER BY c.id`,
 	`INSERT INTO attempts (cycle_id, step, number, agent, status, error_class, error, not_before, started_at, ended_at,
-			exit_code, output_path, dir, input_tokens, output_tokens, cached_tokens, turns, tool_calls, retry_base)
+			exit_code, output_path, dir, input_tokens, output_tokens, cached_tokens, turns, tool_calls, retry_base, visit)
 		SELECT ` + newID + `, a.step, a.number, a.agent, a.status, a.error_class, a.error, ` + shifted("a.not_before") + `,
 			` + shifted("a.started_at") + `, ` + shifted("a.ended_at") + `, a.exit_code,
 			replace(a.output_path, c.id, ` + newID + `), replace(a.dir, c.id, ` + newID + `),
-			a.input_tokens, a.output_tokens, a.cached_tokens, a.turns, a.tool_calls, a.retry_base
-		FROM cycles c JOIN attempts a ON a.cycle_id = c.id WHERE c.id < ?1 ORDER BY c.id, a.rowid`,
+			a.input_tokens, a.output_tokens, a.cached_tokens, a.turns, a.tool_calls, a.retry_base, a.visit
+		FROM runs c JOIN attempts a ON a.cycle_id = c.id WHERE c.id < ?1 ORDER BY c.id, a.rowid`,
 	`INSERT INTO events (timestamp, event_type, agent, step, cycle_id, level, details)
 		SELECT ` + shifted("e.timestamp") + `, e.event_type, e.agent, e.step, ` + newID + `, e.level,
 			replace(e.details, c.id, ` + newID + `)
-		FROM cycles c JOIN events e ON e.cycle_id = c.id WHERE c.id < ?1 ORDER BY c.id, e.id`,
+		FROM runs c JOIN events e ON e.cycle_id = c.id WHERE c.id < ?1 ORDER BY c.id, e.id`,
 	`INSERT INTO tool_usage_hours (hour, tool, calls, errors, duration_ms, last_call)
 		SELECT strftime('%Y-%m-%dT%H', substr(hour, 1, 10) || ' ' || substr(hour, 12, 2) || ':00:00', '+' || ?2 || ' hours'),
 			tool, calls, errors, duration_ms, ` + shifted("last_call") + `
@@ -207,7 +207,7 @@ func cycleChanges(i int) []*agentrunner.Change {
 	t := CycleStart(i)
 	id := CycleID(i)
 	c := &agentrunner.Cycle{ID: id, Pipeline: "crypton", Status: agentrunner.CycleRunning, Step: Steps[0].Step,
-		Dir: "/srv/crypton/artifacts/cycles/" + id, StartedAt: t}
+		Dir: "/srv/crypton/artifacts/cycles/" + id, StartedAt: t, Serial: true}
 	ev := func(at time.Time, typ, step, agent string, level agentrunner.Level, details map[string]any) *agentrunner.Event {
 		return &agentrunner.Event{Timestamp: at, Type: typ, Step: step, Agent: agent, CycleID: id, Level: level, Details: details}
 	}

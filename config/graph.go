@@ -1,0 +1,326 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/graph"
+)
+
+// runIDFormats are the run id formats a pipeline under pipelines: may use.
+var runIDFormats = []string{string(agentrunner.RunIDTimestamp), string(agentrunner.RunIDDateSeq), string(agentrunner.RunIDSeq)}
+
+// DefaultRunID is the run id format of a pipeline under pipelines:.
+const DefaultRunID = agentrunner.RunIDSeq
+
+// graphStepKeys are the step keys of graphs: the learning loop's pipeline:
+// is a chain and refuses them.
+var graphStepKeys = []string{"routes", "label", "then", "join", "max_visits", "on_cap", "gate"}
+
+// graphPipelineKeys are the pipeline keys of pipelines: only.
+var graphPipelineKeys = []string{"run_id", "max_concurrent_runs", "inputs_schema", "schedule"}
+
+// Graphs returns the root Pipeline of each pipeline under pipelines:, by
+// name, for the graph scheduler: steps with their edges, their place in
+// the file, and the retry policy and time limit the loop engine would give
+// them (StepPolicy, StepTimeout); Step.Config is the *Step. The learning
+// loop's pipeline: is not among them: the loop engine runs it.
+func (c *Config) Graphs() map[string]*agentrunner.Pipeline {
+	out := make(map[string]*agentrunner.Pipeline, len(c.Pipelines))
+	for name, p := range c.Pipelines {
+		if p != nil {
+			out[name] = c.graph(name, p)
+		}
+	}
+	return out
+}
+
+// graph builds the root Pipeline of the pipeline name.
+func (c *Config) graph(name string, p *Pipeline) *agentrunner.Pipeline {
+	key := "pipelines." + name
+	g := &agentrunner.Pipeline{
+		Name: name, Start: p.Start, Steps: map[string]*agentrunner.Step{},
+		RunID: agentrunner.RunIDFormat(p.RunID), MaxConcurrentRuns: p.MaxConcurrentRuns,
+		InputSchemaPath: c.Abs(p.InputsSchema), Where: fileLine(c.Where(key)),
+	}
+	for id, s := range p.Steps {
+		if s != nil {
+			g.Steps[id] = c.graphStep(key+".steps."+id, id, s)
+		}
+	}
+	return g
+}
+
+// graphStep builds the root Step of s.
+func (c *Config) graphStep(key, id string, s *Step) *agentrunner.Step {
+	pol := c.StepPolicy(s)
+	out := &agentrunner.Step{
+		ID: id, Kind: s.Kind, Next: s.Next, Then: slices.Clone(s.Then),
+		Join: agentrunner.JoinMode(s.Join), MaxVisits: s.MaxVisits,
+		Retry:   agentrunner.RetryPolicy{Max: pol.Max, Backoff: pol.Backoff},
+		Timeout: c.StepTimeout(s), Where: fileLine(c.Where(key)), Config: s,
+	}
+	if l := s.Label; l != nil {
+		out.Label = &agentrunner.LabelSource{Pointer: l.Pointer, Section: l.Section, Field: l.Field, Regex: l.Regex, Parser: l.Parser}
+	}
+	for _, r := range s.Routes {
+		if r.Otherwise != "" {
+			out.Routes = append(out.Routes, agentrunner.Route{To: r.Otherwise, Otherwise: true})
+		} else {
+			out.Routes = append(out.Routes, agentrunner.Route{When: r.When, To: r.To})
+		}
+	}
+	switch {
+	case s.OnCap == nil && s.MaxVisits > 0:
+		out.OnCap = agentrunner.CapAction{Halt: true} // a loop at its cap keeps its state for a person
+	case s.OnCap != nil:
+		out.OnCap = agentrunner.CapAction{Halt: s.OnCap.Halt, To: s.OnCap.To + s.OnCap.Gate}
+	}
+	if g := s.Gate; g != nil {
+		out.Gate = &agentrunner.GateSpec{Timeout: g.Timeout.D(), Default: agentrunner.DecisionAction(g.Default)}
+	}
+	return out
+}
+
+// fileLine cuts the column off a "file:line:col" position.
+func fileLine(where string) string {
+	i := strings.LastIndexByte(where, ':')
+	j := strings.LastIndexByte(where[:max(i, 0)], ':')
+	if i < 0 || j < 0 || !digits(where[i+1:]) || !digits(where[j+1:i]) {
+		return where
+	}
+	return where[:i]
+}
+
+func digits(s string) bool {
+	return s != "" && strings.Trim(s, "0123456789") == ""
+}
+
+// given reports whether a key was given in the file or the environment.
+func (c *Config) given(key string) bool {
+	_, ok := c.lines[key]
+	return ok
+}
+
+// loopOnly reports a graph key given in the learning loop's pipeline:.
+func (v *validator) loopOnly(key string) {
+	for _, k := range graphStepKeys {
+		if v.c.given(key + "." + k) {
+			v.add(key+"."+k, "%s is a key of graphs, and pipeline: is the learning loop, a chain: move the pipeline under pipelines: (pipelines: {NAME: {start, steps}}) to use it", k)
+		}
+	}
+}
+
+// graphs checks the pipelines under pipelines:.
+func (v *validator) graphs() {
+	for _, name := range slices.Sorted(maps.Keys(v.c.Pipelines)) {
+		v.graphPipeline(name, v.c.Pipelines[name])
+	}
+}
+
+// graphPipeline checks one pipeline under pipelines:, and its graph once
+// its keys are right.
+func (v *validator) graphPipeline(name string, p *Pipeline) {
+	c, key, before := v.c, "pipelines."+name, len(v.problems)
+	switch {
+	case !namePattern.MatchString(name):
+		v.add(key, "pipeline names are lower-case letters, digits, _ and - (they name runs)")
+	case name == c.Name && c.HasLoop():
+		v.add(key, "%q is the name of the workspace (name: %s), which the learning loop's pipeline: has; choose another name", name, c.Name)
+	}
+	if p == nil {
+		v.add(key, "is empty")
+		return
+	}
+	if len(p.Steps) == 0 {
+		v.add(key+".steps", "the pipeline needs at least one step")
+		return
+	}
+	if c.given(key + ".final") {
+		v.add(key+".final", "final applies to the learning loop's pipeline: only")
+	}
+	if !slices.Contains(runIDFormats, p.RunID) {
+		v.add(key+".run_id", "unknown run id format %q (supported: %s)", p.RunID, strings.Join(runIDFormats, ", "))
+	}
+	if p.MaxConcurrentRuns < 0 {
+		v.add(key+".max_concurrent_runs", "must not be negative (0: no bound), got %d", p.MaxConcurrentRuns)
+	}
+	if p.Schedule != nil && p.Schedule.Every <= 0 {
+		v.add(key+".schedule.every", "must be positive: the time from one run's start to the next one's")
+	}
+	for _, id := range slices.Sorted(maps.Keys(p.Steps)) {
+		v.graphStep(key, p, id)
+	}
+	if len(v.problems) > before {
+		return // the graph check would only repeat what is already said
+	}
+	v.checkGraph(key, c.graph(name, p))
+}
+
+// checkGraph reports the faults of a pipeline's graph at their steps.
+func (v *validator) checkGraph(key string, g *agentrunner.Pipeline) {
+	var faults graph.Faults
+	if err := graph.Check(g); !errors.As(err, &faults) {
+		return
+	}
+	for _, f := range faults {
+		k := key
+		if f.Step != "" {
+			k += ".steps." + f.Step
+		}
+		if f.Key != "" {
+			k += "." + f.Key
+		}
+		msg := f.Message
+		if f.Step != "" {
+			msg = "step " + f.Step + ": " + msg
+		}
+		v.problems = append(v.problems, Problem{Where: f.Where, Key: k, Message: msg})
+	}
+}
+
+// graphStep checks the keys of one step of a pipeline under pipelines:.
+func (v *validator) graphStep(pkey string, p *Pipeline, id string) {
+	s, key := p.Steps[id], pkey+".steps."+id
+	if !namePattern.MatchString(id) {
+		v.add(key, "step names are lower-case letters, digits, _ and - (they name folders)")
+	}
+	if s == nil {
+		v.add(key, "is empty")
+		return
+	}
+	switch s.Kind {
+	case StepAgent:
+		v.agentStep(key, s)
+	case StepGate:
+		v.gateStep(key, s)
+	case StepExecution:
+		v.add(key+".kind", "execution steps run in the learning loop's pipeline: only, for now; under pipelines: a step is an agent or a gate")
+	default:
+		v.add(key+".kind", "unknown step kind %q (supported: agent, gate)", s.Kind)
+	}
+	v.retries(key+".retries", s.Retries)
+	if s.OnFailure != "" && !slices.Contains(policies, s.OnFailure) {
+		v.add(key+".on_failure", "unknown policy %q (supported: halt, skip, fail)", s.OnFailure)
+	}
+	v.deliveries(key, s)
+	v.stepRoutes(key, s)
+	v.label(key+".label", s.Label)
+	if s.Join != "" && s.Join != string(agentrunner.JoinAll) && s.Join != string(agentrunner.JoinAny) {
+		v.add(key+".join", "unknown join %q (supported: all, any)", s.Join)
+	}
+	if s.MaxVisits < 0 {
+		v.add(key+".max_visits", "must not be negative, got %d", s.MaxVisits)
+	}
+	v.onCap(key+".on_cap", p, s.OnCap)
+}
+
+// gateStep checks a gate step: it runs no agent, produces nothing, and
+// its gate settings are whole.
+func (v *validator) gateStep(key string, s *Step) {
+	if s.Agent != "" {
+		v.add(key+".agent", "a gate runs no agent: it waits for an operator's decision")
+	}
+	if s.Artifact != "" || s.Validity != (Validity{}) || len(s.Deliver) > 0 {
+		v.add(key, "a gate produces no artifact: artifact, validity and deliver apply to other steps")
+	}
+	g := s.Gate
+	if g == nil {
+		return
+	}
+	if g.Default != "" && g.Default != string(agentrunner.DecisionApprove) && g.Default != string(agentrunner.DecisionReject) {
+		v.add(key+".gate.default", "unknown decision %q (supported: approve, reject)", g.Default)
+	}
+	if (g.Timeout > 0) != (g.Default != "") {
+		v.add(key+".gate", "set timeout and default together: the decision taken for the operator when the timeout passes")
+	}
+}
+
+// stepRoutes checks each route's form; where routes lead is the graph's.
+func (v *validator) stepRoutes(key string, s *Step) {
+	if s.Gate != nil && s.Kind != StepGate {
+		v.add(key+".gate", "applies to gate steps (kind: gate) only")
+	}
+	for i, r := range s.Routes {
+		rk := fmt.Sprintf("%s.routes[%d]", key, i)
+		switch {
+		case r.Otherwise != "" && (r.When != "" || r.To != ""):
+			v.add(rk, "an otherwise route is {otherwise: STEP} alone; a route with a label is {when: LABEL, to: STEP}")
+		case r.Otherwise != "":
+		case r.When == "":
+			v.add(rk+".when", "is required: the label that takes this route (or write {otherwise: STEP})")
+		case r.To == "":
+			v.add(rk+".to", `is required: a step name or "end"`)
+		}
+	}
+}
+
+// label checks that a label source sets exactly one way to read the label.
+func (v *validator) label(key string, l *Label) {
+	if l == nil {
+		return
+	}
+	n := 0
+	for _, set := range []string{l.Pointer, l.Section, l.Field, l.Regex, l.Parser} {
+		if set != "" {
+			n++
+		}
+	}
+	if n != 1 {
+		v.add(key, "set exactly one of pointer, section, field, regex or parser, got %d", n)
+	}
+	if l.Pointer != "" && !strings.HasPrefix(l.Pointer, "/") {
+		v.add(key+".pointer", "must be a JSON pointer such as /verdict, got %q", l.Pointer)
+	}
+	if l.Regex != "" {
+		if re, err := regexp.Compile(l.Regex); err != nil {
+			v.add(key+".regex", "does not compile: %v", err)
+		} else if re.NumSubexp() > 1 {
+			v.add(key+".regex", "has %d groups; the label is the first group or the whole match, so give at most one", re.NumSubexp())
+		}
+	}
+}
+
+// onCap checks the form of on_cap; its gate form must name a gate step.
+func (v *validator) onCap(key string, p *Pipeline, o *OnCap) {
+	switch {
+	case o == nil || o.Halt:
+	case (o.To == "") == (o.Gate == ""):
+		v.add(key, "want halt, {to: STEP} or {gate: STEP}: set exactly one of to and gate")
+	case o.Gate == "":
+	case p.Steps[o.Gate] == nil:
+		v.add(key+".gate", "%q is not a step of the pipeline", o.Gate)
+	case p.Steps[o.Gate].Kind != StepGate:
+		v.add(key+".gate", "step %q is not a gate (kind: gate); use {to: %s} to go to another kind of step", o.Gate, o.Gate)
+	}
+}
+
+// HasLoop reports whether the workspace has the learning loop's pipeline:
+// (given, or the only pipeline); a workspace of graphs only has none.
+func (c *Config) HasLoop() bool {
+	return len(c.Pipeline.Steps) > 0 || c.given("pipeline") || len(c.Pipelines) == 0
+}
+
+// graphProduces reports whether an agent step under pipelines: produces
+// the artifact file.
+func (c *Config) graphProduces(file string) bool {
+	for _, p := range c.Pipelines {
+		if p == nil {
+			continue
+		}
+		for _, s := range p.Steps {
+			if s == nil || s.Kind != StepAgent {
+				continue
+			}
+			if a := c.Agents[s.Agent]; a != nil && a.Output.File == file {
+				return true
+			}
+		}
+	}
+	return false
+}

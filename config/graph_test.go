@@ -1,0 +1,313 @@
+package config
+
+import (
+	"errors"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentrunner/agentrunner"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+// loadProblems loads the test workspace dir and returns its problems, one
+// string each.
+func loadProblems(t *testing.T, dir string) []string {
+	t.Helper()
+	_, err := Load("testdata/graphs/" + dir + "/agentrunner.yaml")
+	var ps Problems
+	if err != nil && !errors.As(err, &ps) {
+		t.Fatalf("err = %v (%T), want Problems", err, err)
+	}
+	var out []string
+	for _, p := range ps {
+		out = append(out, p.String())
+	}
+	return out
+}
+
+// TestGraphFaults: each bad graph, written as a workspace, is refused by
+// Load with the file:line of its step (or pipeline) and a sentence that
+// says what is wrong.
+func TestGraphFaults(t *testing.T) {
+	for _, tt := range []struct {
+		dir  string
+		want []string
+	}{
+		{"uncapped-loop", []string{
+			`testdata/graphs/uncapped-loop/agentrunner.yaml:17: pipelines.p.steps.fix.max_visits: step fix: an uncapped loop: it is on a loop with review and has no max_visits; every step on a loop needs one`,
+		}},
+		{"self-loop", []string{
+			`testdata/graphs/self-loop/agentrunner.yaml:12: pipelines.p.steps.poll.max_visits: step poll: an uncapped loop: it is on a loop to itself and has no max_visits; every step on a loop needs one`,
+		}},
+		{"unreachable", []string{
+			`testdata/graphs/unreachable/agentrunner.yaml:13: pipelines.p.steps.orphan: step orphan: unreachable: no edge leads to it from the start step "a"`,
+		}},
+		{"route-to-nowhere", []string{
+			`testdata/graphs/route-to-nowhere/agentrunner.yaml:12: pipelines.p.steps.review.routes: step review: a route to nowhere: the route for "APPROVE" leads to "publish", which is not a step of the pipeline`,
+			`testdata/graphs/route-to-nowhere/agentrunner.yaml:12: pipelines.p.steps.review.on_cap: step review: a route to nowhere: on_cap leads to "escalation", which is not a step of the pipeline`,
+		}},
+		{"join-without-branches", []string{
+			`testdata/graphs/join-without-branches/agentrunner.yaml:13: pipelines.p.steps.merge.join: step merge: a join without its branches: only step "a" leads to it; a join waits for two or more`,
+		}},
+		{"gate-no-way-out", []string{
+			`testdata/graphs/gate-no-way-out/agentrunner.yaml:13: pipelines.p.steps.approval.routes: step approval: a gate with no way out on reject: add a route {when: reject, to: STEP} or an otherwise route`,
+			`testdata/graphs/gate-no-way-out/agentrunner.yaml:16: pipelines.p.steps.signoff: step signoff: a gate with no way out: give it next (approve goes there, reject ends the branch) or routes for approve and reject`,
+		}},
+		{"routes-without-label", []string{
+			`testdata/graphs/routes-without-label/agentrunner.yaml:12: pipelines.p.steps.review.label: step review: routes without a label source: say where the routing label is read (label: {pointer, section, field, regex or parser})`,
+		}},
+		{"then-one-branch", []string{
+			`testdata/graphs/then-one-branch/agentrunner.yaml:12: pipelines.p.steps.a.then: step a: then starts parallel branches and needs at least two; use next for one successor`,
+		}},
+		{"start-not-a-step", []string{
+			`testdata/graphs/start-not-a-step/agentrunner.yaml:9: pipelines.p.start: start "begin" is not a step of the pipeline`,
+		}},
+		{"reserved-end", []string{
+			`testdata/graphs/reserved-end/agentrunner.yaml:13: pipelines.p.steps.end: step end: "end" is reserved: as an edge's target it ends the branch; give the step another name`,
+		}},
+		{"name-twice", []string{
+			`testdata/graphs/name-twice/agentrunner.yaml:13:3: pipelines.ws: "ws" is the name of the workspace (name: ws), which the learning loop's pipeline: has; choose another name`,
+		}},
+		{"graph-keys-in-pipeline", []string{
+			`testdata/graphs/graph-keys-in-pipeline/agentrunner.yaml:10:3: pipeline.run_id: applies to pipelines under pipelines: only; the learning loop's cycles have timestamp ids, run one at a time and follow schedule:`,
+			`testdata/graphs/graph-keys-in-pipeline/agentrunner.yaml:11:3: pipeline.schedule: applies to pipelines under pipelines: only; the learning loop's cycles have timestamp ids, run one at a time and follow schedule:`,
+			`testdata/graphs/graph-keys-in-pipeline/agentrunner.yaml:19:15: pipeline.steps.approve.kind: gate steps run in graphs, and pipeline: is the learning loop, a chain: move the pipeline under pipelines: (pipelines: {NAME: {start, steps}}) to use gates`,
+			`testdata/graphs/graph-keys-in-pipeline/agentrunner.yaml:17:7: pipeline.steps.review.routes: routes is a key of graphs, and pipeline: is the learning loop, a chain: move the pipeline under pipelines: (pipelines: {NAME: {start, steps}}) to use it`,
+			`testdata/graphs/graph-keys-in-pipeline/agentrunner.yaml:16:7: pipeline.steps.review.label: label is a key of graphs, and pipeline: is the learning loop, a chain: move the pipeline under pipelines: (pipelines: {NAME: {start, steps}}) to use it`,
+			`testdata/graphs/graph-keys-in-pipeline/agentrunner.yaml:18:7: pipeline.steps.review.max_visits: max_visits is a key of graphs, and pipeline: is the learning loop, a chain: move the pipeline under pipelines: (pipelines: {NAME: {start, steps}}) to use it`,
+		}},
+		{"on-cap-word", []string{
+			`testdata/graphs/on-cap-word/agentrunner.yaml:12:55: pipelines.p.steps.a.on_cap: want halt, {to: STEP} or {gate: STEP}, got the string "stop"`,
+			`testdata/graphs/on-cap-word/agentrunner.yaml:13:55: pipelines.p.steps.b.on_cap: want halt, {to: STEP} or {gate: STEP}, got a list`,
+		}},
+		{"step-keys", []string{
+			`testdata/graphs/step-keys/agentrunner.yaml:14:5: pipelines.p.final: final applies to the learning loop's pipeline: only`,
+			`testdata/graphs/step-keys/agentrunner.yaml:11:5: pipelines.p.run_id: unknown run id format "uuid" (supported: timestamp, date-seq, seq)`,
+			`testdata/graphs/step-keys/agentrunner.yaml:12:5: pipelines.p.max_concurrent_runs: must not be negative (0: no bound), got -1`,
+			`testdata/graphs/step-keys/agentrunner.yaml:13:16: pipelines.p.schedule.every: must be positive: the time from one run's start to the next one's`,
+			`testdata/graphs/step-keys/agentrunner.yaml:22:9: pipelines.p.steps.a.gate: applies to gate steps (kind: gate) only`,
+			`testdata/graphs/step-keys/agentrunner.yaml:19:18: pipelines.p.steps.a.routes[0]: an otherwise route is {otherwise: STEP} alone; a route with a label is {when: LABEL, to: STEP}`,
+			`testdata/graphs/step-keys/agentrunner.yaml:19:50: pipelines.p.steps.a.routes[1].when: is required: the label that takes this route (or write {otherwise: STEP})`,
+			`testdata/graphs/step-keys/agentrunner.yaml:19:59: pipelines.p.steps.a.routes[2].to: is required: a step name or "end"`,
+			`testdata/graphs/step-keys/agentrunner.yaml:18:9: pipelines.p.steps.a.label: set exactly one of pointer, section, field, regex or parser, got 2`,
+			`testdata/graphs/step-keys/agentrunner.yaml:18:17: pipelines.p.steps.a.label.pointer: must be a JSON pointer such as /verdict, got "verdict"`,
+			"testdata/graphs/step-keys/agentrunner.yaml:18:35: pipelines.p.steps.a.label.regex: does not compile: error parsing regexp: missing closing ): `(a)(b`",
+			`testdata/graphs/step-keys/agentrunner.yaml:20:9: pipelines.p.steps.a.join: unknown join "some" (supported: all, any)`,
+			`testdata/graphs/step-keys/agentrunner.yaml:21:9: pipelines.p.steps.a.on_cap: want halt, {to: STEP} or {gate: STEP}: set exactly one of to and gate`,
+			`testdata/graphs/step-keys/agentrunner.yaml:23:11: pipelines.p.steps.b.kind: execution steps run in the learning loop's pipeline: only, for now; under pipelines: a step is an agent or a gate`,
+			`testdata/graphs/step-keys/agentrunner.yaml:26:9: pipelines.p.steps.g.agent: a gate runs no agent: it waits for an operator's decision`,
+			`testdata/graphs/step-keys/agentrunner.yaml:27:16: pipelines.p.steps.g.gate.default: unknown decision "maybe" (supported: approve, reject)`,
+			`testdata/graphs/step-keys/agentrunner.yaml:27:9: pipelines.p.steps.g.gate: set timeout and default together: the decision taken for the operator when the timeout passes`,
+			`testdata/graphs/step-keys/agentrunner.yaml:29:11: pipelines.p.steps.h.kind: unknown step kind "judge" (supported: agent, gate)`,
+			`testdata/graphs/step-keys/agentrunner.yaml:30:56: pipelines.p.steps.i.on_cap.gate: step "a" is not a gate (kind: gate); use {to: a} to go to another kind of step`,
+		}},
+		{"inputs-schema", []string{
+			`testdata/graphs/inputs-schema/agentrunner.yaml:21:5: pipelines.broken.inputs_schema: broken.schema.json does not compile: broken.schema.json is not valid against metaschema: jsonschema validation failed with 'https://json-schema.org/draft/2020-12/schema#'
+- at '': 'allOf' failed
+  - at '/properties/n': 'allOf' failed
+    - at '/properties/n/minimum': got string, want number`,
+			`testdata/graphs/inputs-schema/agentrunner.yaml:16:5: pipelines.list.inputs_schema: list.schema.json: a run's inputs are a JSON object, so the schema's type must be "object", got array`,
+			`testdata/graphs/inputs-schema/agentrunner.yaml:11:5: pipelines.missing.inputs_schema: file missing.json does not exist`,
+		}},
+	} {
+		t.Run(tt.dir, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, loadProblems(t, tt.dir)); diff != "" {
+				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestGraphShapes: the review ⇄ fix loop whose cap opens a gate, the
+// fan-out to three branches and a join, and signal routing load as the
+// root Pipelines the scheduler runs, each step with its file:line and the
+// retry policy and time limit of the loop engine's rules.
+func TestGraphShapes(t *testing.T) {
+	const file = "testdata/graphs/shapes/agentrunner.yaml"
+	c, err := Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(line string) string { return file + ":" + line }
+	def := agentrunner.RetryPolicy{Max: 2, Backoff: []time.Duration{time.Second, 2 * time.Second}}
+	noRetry := agentrunner.RetryPolicy{Max: 0, Backoff: def.Backoff}
+	five := agentrunner.RetryPolicy{Max: 5, Backoff: def.Backoff}
+	want := map[string]*agentrunner.Pipeline{
+		"review": {Name: "review", Start: "draft", RunID: agentrunner.RunIDDateSeq, MaxConcurrentRuns: 50,
+			InputSchemaPath: c.Abs("inputs.schema.json"), Where: at("22"),
+			Steps: map[string]*agentrunner.Step{
+				"draft": {ID: "draft", Kind: "agent", Next: "review", Retry: def, Timeout: 10 * time.Minute, Where: at("29")},
+				"review": {ID: "review", Kind: "agent", Label: &agentrunner.LabelSource{Pointer: "/verdict"},
+					Routes:    []agentrunner.Route{{When: "APPROVE", To: "end"}, {To: "fix", Otherwise: true}},
+					MaxVisits: 3, OnCap: agentrunner.CapAction{To: "escalate"}, Retry: def, Timeout: 5 * time.Minute, Where: at("30")},
+				"fix": {ID: "fix", Kind: "agent", Next: "review", MaxVisits: 3, OnCap: agentrunner.CapAction{Halt: true},
+					Retry: noRetry, Timeout: 2 * time.Minute, Where: at("38")},
+				"escalate": {ID: "escalate", Kind: "gate", Routes: []agentrunner.Route{{When: "approve", To: "end"}, {When: "reject", To: "end"}},
+					Gate: &agentrunner.GateSpec{Timeout: 24 * time.Hour, Default: agentrunner.DecisionReject}, Retry: def, Timeout: 10 * time.Minute, Where: at("43")},
+			}},
+		"research": {Name: "research", Start: "lead", RunID: agentrunner.RunIDSeq, Where: at("49"),
+			Steps: map[string]*agentrunner.Step{
+				"lead":   {ID: "lead", Kind: "agent", Then: []string{"web", "papers", "code"}, Retry: def, Timeout: 10 * time.Minute, Where: at("52")},
+				"web":    {ID: "web", Kind: "agent", Next: "merge", Retry: def, Timeout: 10 * time.Minute, Where: at("53")},
+				"papers": {ID: "papers", Kind: "agent", Next: "merge", Retry: five, Timeout: 10 * time.Minute, Where: at("54")},
+				"code":   {ID: "code", Kind: "agent", Next: "merge", Retry: def, Timeout: 10 * time.Minute, Where: at("55")},
+				"merge":  {ID: "merge", Kind: "agent", Join: agentrunner.JoinAll, Next: "end", Retry: def, Timeout: 10 * time.Minute, Where: at("56")},
+			}},
+		"signal": {Name: "signal", Start: "route", RunID: agentrunner.RunIDSeq, Where: at("57"),
+			Steps: map[string]*agentrunner.Step{
+				"route": {ID: "route", Kind: "agent", Label: &agentrunner.LabelSource{Parser: "signal"},
+					Routes:    []agentrunner.Route{{When: "WRITE", To: "write"}, {When: "REVIEW", To: "check"}, {When: "STOP", To: "end"}},
+					MaxVisits: 10, OnCap: agentrunner.CapAction{Halt: true}, Retry: def, Timeout: 10 * time.Minute, Where: at("60")},
+				"write": {ID: "write", Kind: "agent", Next: "route", MaxVisits: 10, OnCap: agentrunner.CapAction{Halt: true}, Retry: def, Timeout: 10 * time.Minute, Where: at("69")},
+				"check": {ID: "check", Kind: "agent", Next: "route", MaxVisits: 10, OnCap: agentrunner.CapAction{To: "write"}, Retry: def, Timeout: 5 * time.Minute, Where: at("70")},
+			}},
+	}
+	got := c.Graphs()
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(agentrunner.Step{}, "Config"), cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("Graphs (-want +got):\n%s", diff)
+	}
+	for name, p := range got {
+		for id, s := range p.Steps {
+			if s.Config != c.Pipelines[name].Steps[id] {
+				t.Errorf("%s.%s: Config is %v, want the *config.Step", name, id, s.Config)
+			}
+		}
+	}
+	if every := c.Pipelines["review"].Schedule.Every.D(); every != time.Hour {
+		t.Errorf("review's schedule.every = %v, want 1h", every)
+	}
+	if m, err := c.Machine(); err != nil || !slices.Equal(m.Steps(), []string{"write"}) {
+		t.Errorf("the learning loop's pipeline: beside the graphs: %v, %v", m, err)
+	}
+}
+
+// TestGraphsOnly: a workspace of graphs alone, without the learning loop's
+// pipeline:, is valid, and a gate with next has its way out.
+func TestGraphsOnly(t *testing.T) {
+	c, err := Load("testdata/graphs/graphs-only/agentrunner.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := slices.Sorted(maps.Keys(c.Graphs())); !slices.Equal(got, []string{"approve"}) {
+		t.Errorf("Graphs = %v, want [approve]", got)
+	}
+}
+
+// TestLearningLoopUnchanged: the shipped learning loop, written with
+// pipeline:, loads as before: a chain for the loop engine and no graph.
+func TestLearningLoopUnchanged(t *testing.T) {
+	c, err := Load("../examples/crypton/agentrunner.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Graphs()) != 0 || len(c.Pipelines) != 0 {
+		t.Errorf("Graphs = %v, want none", c.Graphs())
+	}
+	m, err := c.Machine()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"plan", "research", "analyze", "synthesize", "execute", "evaluate"}
+	if diff := cmp.Diff(want, m.Steps()); diff != "" {
+		t.Errorf("steps (-want +got):\n%s", diff)
+	}
+	if c.Pipeline.Name != c.Name {
+		t.Errorf("pipeline: is named %q, want the workspace's name %q", c.Pipeline.Name, c.Name)
+	}
+}
+
+// TestCheckInputs: a run's inputs are checked against its pipeline's
+// inputs_schema, and the error names the pipeline and what is wrong.
+func TestCheckInputs(t *testing.T) {
+	c, err := Load("testdata/graphs/shapes/agentrunner.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name     string
+		pipeline string
+		inputs   map[string]any
+		want     string
+	}{
+		{"valid", "review", map[string]any{"topic": "graphs", "rounds": 2}, ""},
+		{"missing required", "review", map[string]any{"rounds": 2},
+			`inputs of pipeline review do not satisfy inputs.schema.json: at "": missing property 'topic'`},
+		{"wrong type", "review", map[string]any{"topic": "graphs", "rounds": "two"},
+			`inputs of pipeline review do not satisfy inputs.schema.json: at "/rounds": got string, want integer`},
+		{"none", "review", nil, `inputs of pipeline review do not satisfy inputs.schema.json: at "": missing property 'topic'`},
+		{"no schema", "research", map[string]any{"anything": true}, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := c.CheckInputs(tt.pipeline, tt.inputs)
+			if got := errString(err); got != tt.want {
+				t.Errorf("CheckInputs = %q, want %q", got, tt.want)
+			}
+			if err != nil && agentrunner.ErrorCode(err) != agentrunner.EINVALID {
+				t.Errorf("code %q, want %q", agentrunner.ErrorCode(err), agentrunner.EINVALID)
+			}
+			if strings.Contains(errString(err), c.Dir) {
+				t.Errorf("the error names a path of the server: %v", err)
+			}
+		})
+	}
+}
+
+// graphDoc is a pipelines: section over the agents of valid, with every
+// kind of edge.
+const graphDoc = `pipelines:
+  review:
+    start: draft
+    run_id: timestamp
+    max_concurrent_runs: 2
+    schedule: {every: 30m}
+    steps:
+      draft: {agent: strategist, then: [check, report]}
+      check:
+        agent: strategist
+        label: {pointer: /verdict}
+        routes: [{when: OK, to: join}, {otherwise: fix}]
+        max_visits: 3
+        on_cap: {gate: decide}
+      fix: {agent: plan, next: check, max_visits: 3, on_cap: halt}
+      report: {agent: report, next: join}
+      join: {agent: report, join: any, next: end}
+      decide:
+        kind: gate
+        gate: {timeout: 1h, default: approve}
+        routes: [{when: approve, to: join}, {otherwise: end}]
+`
+
+// TestParseGraphs: a pipelines: section parses with the learning loop and
+// keeps the properties of every parse (the fuzz corpus starts from it).
+func TestParseGraphs(t *testing.T) {
+	c, ps := checkParse(t, []byte(valid+graphDoc), nil)
+	if len(ps) > 0 {
+		t.Fatal(ps)
+	}
+	if got := c.Graphs()["review"].Steps["check"].OnCap; got != (agentrunner.CapAction{To: "decide"}) {
+		t.Errorf("check's on_cap = %+v, want to decide", got)
+	}
+}
+
+// TestGraphEnvOverrides: keys of pipelines: are overridden by name, like
+// those of agents, and the override is located at its variable.
+func TestGraphEnvOverrides(t *testing.T) {
+	c, err := parse(t, valid+graphDoc, map[string]string{
+		"AGENTRUNNER_PIPELINES_REVIEW_STEPS_FIX_MAX_VISITS": "5",
+		"AGENTRUNNER_PIPELINES_REVIEW_MAX_CONCURRENT_RUNS":  "7",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := c.Graphs()["review"]
+	if g.Steps["fix"].MaxVisits != 5 || g.MaxConcurrentRuns != 7 {
+		t.Errorf("max_visits %d, max_concurrent_runs %d, want 5 and 7", g.Steps["fix"].MaxVisits, g.MaxConcurrentRuns)
+	}
+	if w := c.Where("pipelines.review.steps.fix.max_visits"); w != "environment variable AGENTRUNNER_PIPELINES_REVIEW_STEPS_FIX_MAX_VISITS" {
+		t.Errorf("located at %q", w)
+	}
+}
