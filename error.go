@@ -20,6 +20,10 @@ const (
 	EUNSUPPORTED = "unsupported_media_type"
 	// EMISDIRECTED: the request names a host this server does not answer for.
 	EMISDIRECTED = "misdirected"
+	// EUNPROCESSABLE: the request is well formed but what it asks cannot
+	// be done as given (a run's inputs fail its pipeline's schema, a
+	// decision routes to no step); the same request fails again.
+	EUNPROCESSABLE = "unprocessable"
 )
 
 // Error is agentrunner's error type: a code for programs and a message for

@@ -55,13 +55,25 @@ func (s *Server) config() *config.Config {
 	return s.cfg
 }
 
+// statusView is the loop's status (FR-062) and, when the server runs
+// pipelines, the summary of their runs.
+type statusView struct {
+	*engine.Status
+	Runs *RunsSummary `json:"runs,omitempty"`
+}
+
 func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
 	st, err := engine.ReadStatus(r.Context(), s.store, s.config(), s.clock.Now())
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, st)
+	runs, err := s.runsSummary(r.Context())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, statusView{Status: st, Runs: runs})
 }
 
 // queryInt reads an optional non-negative integer query parameter.
@@ -334,8 +346,9 @@ func (s *Server) handleErrors(w http.ResponseWriter, r *http.Request) {
 func eventQuery(r *http.Request) (agentrunner.EventFilter, error) {
 	q := r.URL.Query()
 	f := agentrunner.EventFilter{CycleID: q.Get("cycle_id"), Type: q.Get("type"), MinLevel: agentrunner.Level(q.Get("level"))}
-	if f.CycleID != "" && !cycleIDPattern.MatchString(f.CycleID) {
-		return f, agentrunner.Errorf(agentrunner.EINVALID, "query parameter cycle_id: want YYYYMMDD_HHMMSS, got %q", clip.String(f.CycleID, maxQuoted))
+	// A cycle is a run: the events of any run are asked for by its id.
+	if f.CycleID != "" && !runIDPattern.MatchString(f.CycleID) {
+		return f, agentrunner.Errorf(agentrunner.EINVALID, "query parameter cycle_id: want a cycle or run id such as 20260314_060000 or review-000001, got %q", clip.String(f.CycleID, maxQuoted))
 	}
 	switch f.MinLevel {
 	case "", agentrunner.LevelDebug, agentrunner.LevelInfo, agentrunner.LevelWarn, agentrunner.LevelError:
@@ -623,22 +636,39 @@ func (s *Server) handleReload(w http.ResponseWriter, r *http.Request) {
 
 // commandOf is c as the API shows it.
 func commandOf(c *agentrunner.Command) Command {
-	return Command{ID: c.ID, Kind: c.Kind, Operator: c.Operator, Args: c.Args, CreatedAt: c.CreatedAt, ConsumedAt: timePtr(c.ConsumedAt), Result: c.Result}
+	return Command{ID: c.ID, Kind: c.Kind, Operator: c.Operator, Args: c.Args, Target: c.Target, CreatedAt: c.CreatedAt, ConsumedAt: timePtr(c.ConsumedAt), Result: c.Result}
 }
 
 // command stores a command for the engine, attributed to the caller, logs
 // it and wakes the engine.
 func (s *Server) command(w http.ResponseWriter, r *http.Request, kind string, args map[string]any) {
+	cmd, err := s.addCommand(r, kind, "", args)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if s.opts.Wake != nil {
+		s.opts.Wake()
+	}
+	writeJSON(w, http.StatusAccepted, map[string]any{"command": commandOf(cmd)})
+}
+
+// addCommand stores a command attributed to the caller and logs it. A
+// command with a target is refused with ECONFLICT when one of its kind
+// and target exists (a second decision on a gate).
+func (s *Server) addCommand(r *http.Request, kind, target string, args map[string]any) (*agentrunner.Command, error) {
 	p, _ := PrincipalFrom(r.Context())
-	cmd := &agentrunner.Command{Kind: kind, Operator: p.Name, CreatedAt: s.clock.Now()}
+	cmd := &agentrunner.Command{Kind: kind, Operator: p.Name, CreatedAt: s.clock.Now(), Target: target}
 	if len(args) > 0 {
 		cmd.Args = args
 	}
 	if err := s.store.AddCommand(r.Context(), cmd); err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
 	logged := []any{"command", cmd.ID, "kind", kind, "operator", p.Name, "role", p.Role, "via", p.Via, "remote", r.RemoteAddr}
+	if target != "" {
+		logged = append(logged, "target", target)
+	}
 	if reason, ok := args["reason"]; ok {
 		logged = append(logged, "reason", reason)
 	}
@@ -646,10 +676,7 @@ func (s *Server) command(w http.ResponseWriter, r *http.Request, kind string, ar
 		logged = append(logged, "agent", agent, "message_bytes", len(args["message"].(string)))
 	}
 	s.log.Info("operator override", logged...)
-	if s.opts.Wake != nil {
-		s.opts.Wake()
-	}
-	writeJSON(w, http.StatusAccepted, map[string]any{"command": commandOf(cmd)})
+	return cmd, nil
 }
 
 // handleAudit lists the commands, newest first, with who gave them, when,

@@ -259,6 +259,9 @@ type Command struct {
 	Kind     string         `json:"kind"`
 	Operator string         `json:"operator"`
 	Args     map[string]any `json:"args,omitempty"`
+	// Target is what a one-decision command decides ("run/step#visit"
+	// for a gate decision).
+	Target string `json:"target,omitempty"`
 	// CreatedAt is when it was given; ConsumedAt when the engine applied
 	// it (nil until then), with Result saying what it did.
 	CreatedAt  time.Time  `json:"created_at"`
@@ -705,7 +708,7 @@ func (c *Client) answerError(resp *http.Response) error {
 func knownCode(code string) bool {
 	switch code {
 	case agentrunner.EINVALID, agentrunner.ENOTFOUND, agentrunner.ECONFLICT, agentrunner.EUNAVAILABLE,
-		agentrunner.EUNAUTHORIZED, agentrunner.EFORBIDDEN, agentrunner.EINTERNAL:
+		agentrunner.EUNAUTHORIZED, agentrunner.EFORBIDDEN, agentrunner.EINTERNAL, agentrunner.EUNPROCESSABLE:
 		return true
 	}
 	return false

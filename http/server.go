@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/artifact"
 	"github.com/agentrunner/agentrunner/config"
 	"github.com/agentrunner/agentrunner/execsvc"
 	"github.com/agentrunner/agentrunner/mailbox"
@@ -37,6 +39,9 @@ var statusOf = map[string]int{
 	agentrunner.EINTERNAL:     http.StatusInternalServerError,
 	agentrunner.EUNSUPPORTED:  http.StatusUnsupportedMediaType,
 	agentrunner.EMISDIRECTED:  http.StatusMisdirectedRequest,
+	// Unprocessable after EINVALID's 400: the body parsed, its content is
+	// refused.
+	agentrunner.EUNPROCESSABLE: http.StatusUnprocessableEntity,
 }
 
 // Server serves the API of one workspace. It reads the store and writes
@@ -62,6 +67,10 @@ type Server struct {
 	streams atomic.Int64
 	// callback is set when the Execution Service's callback is served.
 	callback bool
+	// runStore is the store's runs and step runs, nil if it keeps none.
+	runStore agentrunner.RunStore
+	// inputSchemas check the inputs of runs, by pipeline.
+	inputSchemas map[string]*artifact.JSONContract
 }
 
 // Options wire a server. Store and Config are required.
@@ -87,6 +96,13 @@ type Options struct {
 	// Engine reports the engine loop's lag for readiness, and the
 	// configuration it runs with now (a reload replaces it); optional.
 	Engine Engine
+	// Pipelines are the pipelines whose runs the API starts, by name;
+	// Runs is the scheduler that runs them (optional: without it a start
+	// answers with its command). StartWait bounds how long a start waits
+	// for its run (default DefaultStartWait).
+	Pipelines map[string]*agentrunner.Pipeline
+	Runs      Runner
+	StartWait time.Duration
 }
 
 // Engine is what the server asks of the running engine.
@@ -117,6 +133,11 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{opts: opts, store: opts.Store, cfg: opts.Config, clock: opts.Clock, log: opts.Logger, auth: opts.Auth,
 		mux: http.NewServeMux(), stop: make(chan struct{}), conns: newConns()}
+	s.runStore, _ = opts.Store.(agentrunner.RunStore)
+	var err error
+	if s.inputSchemas, err = compileInputSchemas(opts.Pipelines, opts.Config.Dir); err != nil {
+		return nil, fmt.Errorf("http: %w", err)
+	}
 	for _, rt := range s.routes() {
 		h := http.Handler(rt.handler)
 		if !rt.public {
@@ -192,6 +213,13 @@ func (s *Server) routes() []route {
 		{pattern: "GET /api/events/stream", role: config.RoleViewer, handler: s.handleStream},
 		{pattern: "GET /api/audit", role: config.RoleViewer, handler: s.handleAudit},
 		{pattern: "POST /api/override/{kind}", role: config.RoleOperator, handler: s.handleOverride},
+		{pattern: "GET /api/runs", role: config.RoleViewer, handler: s.handleRuns},
+		{pattern: "GET /api/runs/{run}", role: config.RoleViewer, handler: s.handleRun},
+		{pattern: "GET /api/runs/{run}/steps", role: config.RoleViewer, handler: s.handleRunSteps},
+		{pattern: "POST /api/runs/{run}/abort", role: config.RoleOperator, handler: s.handleAbortRun},
+		{pattern: "POST /api/pipelines/{name}/runs", role: config.RoleOperator, handler: s.handleStartRun},
+		{pattern: "GET /api/gates", role: config.RoleViewer, handler: s.handleGates},
+		{pattern: "POST /api/runs/{run}/gates/{step}", role: config.RoleOperator, handler: s.handleDecide},
 		{pattern: "GET /api/config", role: config.RoleAdmin, handler: s.handleConfig},
 		{pattern: "POST /api/admin/reload", role: config.RoleAdmin, handler: s.handleReload},
 		{pattern: "GET /api/openapi.json", role: config.RoleViewer, handler: s.handleOpenAPI},

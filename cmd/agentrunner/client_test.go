@@ -47,6 +47,13 @@ type remoteFixture struct {
 // newRemoteFixture serves a store holding the changes, with API keys.
 func newRemoteFixture(t *testing.T, changes ...*agentrunner.Change) *remoteFixture {
 	t.Helper()
+	return newRemoteFixtureWith(t, nil, changes...)
+}
+
+// newRemoteFixtureWith is newRemoteFixture with the server's options
+// changed by edit, which may start what they need over the store.
+func newRemoteFixtureWith(t *testing.T, edit func(store *sqlite.Store, dir string, o *arhttp.Options), changes ...*agentrunner.Change) *remoteFixture {
+	t.Helper()
 	dir := t.TempDir()
 	store, err := sqlite.Open(t.Context(), filepath.Join(dir, "state.db"))
 	if err != nil {
@@ -74,7 +81,11 @@ func newRemoteFixture(t *testing.T, changes ...*agentrunner.Change) *remoteFixtu
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := arhttp.New(arhttp.Options{Store: store, Config: cfg, Clock: clocktest.New(remoteNow), Auth: auth})
+	opts := arhttp.Options{Store: store, Config: cfg, Clock: clocktest.New(remoteNow), Auth: auth}
+	if edit != nil {
+		edit(store, dir, &opts)
+	}
+	srv, err := arhttp.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,245 @@
+package main
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/agentrunner/agentrunner"
+	arhttp "github.com/agentrunner/agentrunner/http"
+	"github.com/agentrunner/agentrunner/internal/runtest"
+	"github.com/agentrunner/agentrunner/sqlite"
+)
+
+// runsFixture is the API with a real scheduler running the review and
+// load pipelines; load's attempts of runs started with hold=true wait for
+// Release.
+type runsFixture struct {
+	*remoteFixture
+	kind  *runtest.HoldKind
+	sched *runtest.Scheduler
+}
+
+func newRunsFixture(t *testing.T) *runsFixture {
+	t.Helper()
+	f := &runsFixture{kind: &runtest.HoldKind{Hold: runtest.HeldInputs}}
+	t.Cleanup(f.kind.Release)
+	pipelines := runtest.Pipelines(runtest.ReviewPipeline(), runtest.LoadPipeline(0))
+	f.remoteFixture = newRemoteFixtureWith(t, func(store *sqlite.Store, dir string, o *arhttp.Options) {
+		f.sched = runtest.Start(t, store, dir, f.kind, pipelines)
+		o.Pipelines, o.Runs = pipelines, f.sched
+	})
+	t.Setenv(envServer, f.url)
+	t.Setenv(envAPIKey, remoteOperatorKey)
+	return f
+}
+
+// cli runs the command line and fails unless it exits with code; it
+// returns stdout and stderr.
+func (f *runsFixture) cli(t *testing.T, code int, args ...string) (string, string) {
+	t.Helper()
+	got, stdout, stderr := cliRun(t, args...)
+	if got != code {
+		t.Fatalf("%s: exit %d, want %d; stdout:\n%s\nstderr:\n%s", strings.Join(args, " "), got, code, stdout, stderr)
+	}
+	return stdout, stderr
+}
+
+// waitRun polls the store until the run's status is status.
+func (f *runsFixture) waitRun(t *testing.T, id string, status agentrunner.RunStatus) {
+	t.Helper()
+	end := time.Now().Add(30 * time.Second)
+	for {
+		r, err := f.store.Run(t.Context(), id)
+		if err == nil && r.Status == status {
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatalf("run %s: not %s within 30s (%+v, %v)", id, status, r, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// waitGate polls the store until the run's step waits.
+func (f *runsFixture) waitGate(t *testing.T, id, step string) {
+	t.Helper()
+	end := time.Now().Add(30 * time.Second)
+	for {
+		srs, err := f.store.StepRuns(t.Context(), agentrunner.StepRunFilter{RunID: id, Status: agentrunner.StepRunWaiting})
+		if err == nil && len(srs) == 1 && srs[0].Step == step {
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatalf("run %s: gate %s not waiting within 30s (%v)", id, step, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// matchLines fails unless each pattern matches a whole line of out.
+func matchLines(t *testing.T, what, out string, patterns ...string) {
+	t.Helper()
+	for _, p := range patterns {
+		if !regexp.MustCompile(`(?m)^` + p + `$`).MatchString(out) {
+			t.Errorf("%s: no line matches %s in:\n%s", what, p, out)
+		}
+	}
+}
+
+// TestRemoteStartRunsAndShow: start prints the run's id and passes its
+// inputs; runs lists and filters; run-status shows the step runs.
+func TestRemoteStartRunsAndShow(t *testing.T) {
+	f := newRunsFixture(t)
+	out, _ := f.cli(t, exitOK, "start", "load", "--input", "n=7", "--input", "name=BTC", "--input", `obj={"a": [1, true]}`,
+		"--input", `quoted="7"`, "--input", "hold=true", "--input", "empty=")
+	held := strings.TrimSpace(out)
+	if held != "load-000001" {
+		t.Fatalf("start printed %q, want the run id load-000001", out)
+	}
+	run, err := f.store.Run(t.Context(), held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"n": float64(7), "name": "BTC", "obj": map[string]any{"a": []any{float64(1), true}}, "quoted": "7", "hold": true, "empty": ""}
+	if diff := cmp.Diff(want, run.Inputs); diff != "" {
+		t.Errorf("the run's inputs (-want +got):\n%s", diff)
+	}
+	out, _ = f.cli(t, exitOK, "start", "review")
+	review := strings.TrimSpace(out)
+	f.waitGate(t, review, "signoff")
+
+	out, _ = f.cli(t, exitOK, "runs")
+	matchLines(t, "runs", out,
+		`ID\s+PIPELINE\s+STATUS\s+STARTED\s+DURATION\s+ERROR`,
+		review+`\s+review\s+running\s+\S+\s+\S+\s+-`,
+		held+`\s+load\s+running\s+\S+\s+\S+\s+-`)
+	out, _ = f.cli(t, exitOK, "runs", "--pipeline", "review", "--status", "running")
+	if strings.Contains(out, held) || !strings.Contains(out, review) {
+		t.Errorf("runs --pipeline review --status running:\n%s", out)
+	}
+	out, _ = f.cli(t, exitOK, "runs", "--status", "completed")
+	matchLines(t, "runs --status completed", out, "no runs")
+
+	out, _ = f.cli(t, exitOK, "run-status", held)
+	matchLines(t, "run-status", out, `run:\s+`+held, `pipeline:\s+load`, `status:\s+running`,
+		`STEP\s+VISIT\s+STATUS\s+LABEL\s+ATTEMPTS\s+OPENED\s+DETAIL`, `a\s+1\s+open\s+-\s+1:(pending|running)\s+\S+\s+-`)
+
+	_, stderr := f.cli(t, exitFailure, "start", "nosuch")
+	if !strings.Contains(stderr, `no pipeline "nosuch" (pipelines: load, review)`) || !strings.Contains(stderr, "(not_found)") {
+		t.Errorf("start of an unknown pipeline: %s", stderr)
+	}
+	_, stderr = f.cli(t, exitUsage, "start", "load", "--input", "novalue")
+	if !strings.Contains(stderr, "want KEY=VALUE") {
+		t.Errorf("start with a bad --input: %s", stderr)
+	}
+	f.cli(t, exitFailure, "run-status", "load-999999")
+
+	// abort-run ends the held run.
+	out, _ = f.cli(t, exitOK, "abort-run", held, "--reason", "wrong ticker")
+	if !regexp.MustCompile(`^abort-run requested: command \d+ by alice;`).MatchString(out) {
+		t.Errorf("abort-run printed %q", out)
+	}
+	f.waitRun(t, held, agentrunner.RunAborted)
+	_, stderr = f.cli(t, exitFailure, "abort-run", held)
+	if !strings.Contains(stderr, "already aborted") || !strings.Contains(stderr, "(conflict)") {
+		t.Errorf("abort-run of an aborted run: %s", stderr)
+	}
+}
+
+// TestRemoteGateDecisions: gates lists the waiting gate; approve decides
+// it as the key's operator, audited; a second decision, a viewer's, and a
+// route without --to are refused.
+func TestRemoteGateDecisions(t *testing.T) {
+	f := newRunsFixture(t)
+	out, _ := f.cli(t, exitOK, "start", "review")
+	approved := strings.TrimSpace(out)
+	out, _ = f.cli(t, exitOK, "start", "review")
+	routed := strings.TrimSpace(out)
+	f.waitGate(t, approved, "signoff")
+	f.waitGate(t, routed, "signoff")
+
+	out, _ = f.cli(t, exitOK, "gates")
+	matchLines(t, "gates", out,
+		`RUN\s+PIPELINE\s+STEP\s+VISIT\s+OPENED\s+TIMEOUT`,
+		approved+`\s+review\s+signoff\s+1\s+\S+\s+\S+ then reject`)
+
+	t.Setenv(envAPIKey, remoteViewerKey)
+	if _, stderr := f.cli(t, exitFailure, "approve", approved, "signoff"); !strings.Contains(stderr, "(forbidden)") {
+		t.Errorf("a viewer's approve: %s", stderr)
+	}
+	t.Setenv(envAPIKey, remoteOperatorKey)
+	if _, stderr := f.cli(t, exitUsage, "route", routed, "signoff"); !strings.Contains(stderr, "--to") {
+		t.Errorf("route without --to: %s", stderr)
+	}
+	if _, stderr := f.cli(t, exitFailure, "route", routed, "signoff", "--to", "nowhere"); !strings.Contains(stderr, "(unprocessable)") {
+		t.Errorf("route to nowhere: %s", stderr)
+	}
+
+	out, _ = f.cli(t, exitOK, "approve", approved, "signoff", "-m", "ship it")
+	if !regexp.MustCompile(`^approve requested: command \d+ by alice;`).MatchString(out) {
+		t.Errorf("approve printed %q", out)
+	}
+	f.waitRun(t, approved, agentrunner.RunCompleted)
+	_, stderr := f.cli(t, exitFailure, "reject", approved, "signoff", "-m", "too late")
+	if !strings.Contains(stderr, "(conflict)") || !strings.Contains(stderr, "not open") {
+		t.Errorf("a second decision: %s", stderr)
+	}
+	t.Setenv(envAPIKey, remoteAdminKey)
+	f.cli(t, exitOK, "route", routed, "signoff", "--to", "publish", "-m", "skip the review")
+	f.waitRun(t, routed, agentrunner.RunCompleted)
+
+	out, _ = f.cli(t, exitOK, "run-status", approved)
+	matchLines(t, "run-status", out, `signoff\s+1\s+succeeded\s+approve\s+1:succeeded\s+\S+\s+approve by alice: ship it`, `publish\s+1\s+succeeded.*`)
+	out, _ = f.cli(t, exitOK, "run-status", routed)
+	matchLines(t, "run-status", out, `signoff\s+1\s+succeeded\s+route\s+1:succeeded\s+\S+\s+route by root to publish: skip the review`)
+
+	cmds, err := f.store.Commands(t.Context(), agentrunner.CommandFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var decisions []string
+	for _, c := range cmds {
+		if c.Kind == agentrunner.CommandGateDecision {
+			decisions = append(decisions, c.Operator+" "+c.Target+" "+c.Args["action"].(string))
+		}
+	}
+	want := []string{"root " + routed + "/signoff#1 route", "alice " + approved + "/signoff#1 approve"}
+	if diff := cmp.Diff(want, decisions); diff != "" {
+		t.Errorf("audited decisions (-want +got):\n%s", diff)
+	}
+	out, _ = f.cli(t, exitOK, "gates")
+	matchLines(t, "gates", out, "no gates waiting")
+}
+
+func TestParseInputs(t *testing.T) {
+	tests := []struct {
+		flags []string
+		want  map[string]any
+		err   string
+	}{
+		{flags: nil, want: nil},
+		{flags: []string{"a=1", "b=x y", "c=null", "d=[1]", "e=a=b"}, want: map[string]any{"a": float64(1), "b": "x y", "c": nil, "d": []any{float64(1)}, "e": "a=b"}},
+		{flags: []string{"a"}, err: `--input "a": want KEY=VALUE`},
+		{flags: []string{"=1"}, err: `--input "=1": want KEY=VALUE`},
+		{flags: []string{"a=1", "a=2"}, err: "--input a is given twice"},
+	}
+	for _, tt := range tests {
+		got, err := parseInputs(tt.flags)
+		if tt.err != "" {
+			if err == nil || err.Error() != tt.err {
+				t.Errorf("%q: error %v, want %s", tt.flags, err, tt.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", tt.flags, err)
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("%q (-want +got):\n%s", tt.flags, diff)
+		}
+	}
+}

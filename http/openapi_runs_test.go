@@ -1,0 +1,82 @@
+package http_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentrunner/agentrunner"
+	arhttp "github.com/agentrunner/agentrunner/http"
+	"github.com/agentrunner/agentrunner/internal/runtest"
+)
+
+// apiRuns are the runs of the OpenAPI tests, on a server with a real
+// scheduler over the world's store: one completed, one waiting at its
+// gate, one held at its first step.
+type apiRuns struct {
+	srv              *arhttp.Server
+	done, gate, held string
+}
+
+// loadInputSchema takes an integer n and a boolean hold.
+const loadInputSchema = `{"type": "object", "properties": {"n": {"type": "integer"}, "hold": {"type": "boolean"}}, "additionalProperties": false}`
+
+func startAPIRuns(t *testing.T, w *apiWorld) *apiRuns {
+	t.Helper()
+	dir := t.TempDir()
+	load := runtest.LoadPipeline(0)
+	load.InputSchemaPath = "load.inputs.json"
+	if err := os.WriteFile(filepath.Join(dir, load.InputSchemaPath), []byte(loadInputSchema), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	kind := &runtest.HoldKind{Hold: runtest.HeldInputs}
+	t.Cleanup(kind.Release)
+	ps := runtest.Pipelines(runtest.ReviewPipeline(), load)
+	sched := runtest.Start(t, w.store, dir, kind, ps)
+	r := &apiRuns{srv: w.server(t, func(o *arhttp.Options) { o.Pipelines, o.Runs, o.Config.Dir = ps, sched, dir })}
+	r.done = r.start(t, "load", `{"inputs": {"n": 1}}`)
+	r.gate = r.start(t, "review", "")
+	r.held = r.start(t, "load", `{"inputs": {"hold": true}}`)
+	waitStepRun(t, w.store, r.done, "b", agentrunner.StepRunSucceeded)
+	waitStepRun(t, w.store, r.gate, "signoff", agentrunner.StepRunWaiting)
+	waitStepRun(t, w.store, r.held, "a", agentrunner.StepRunOpen)
+	return r
+}
+
+// start starts a run through the server and returns its id.
+func (r *apiRuns) start(t *testing.T, pipeline, body string) string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	r.srv.Handler().ServeHTTP(rec, localRequest(http.MethodPost, "/api/pipelines/"+pipeline+"/runs", strings.NewReader(body)))
+	var v arhttp.StartedRun
+	if err := json.Unmarshal(rec.Body.Bytes(), &v); rec.Code != http.StatusCreated || err != nil || v.Run == nil {
+		t.Fatalf("start %s: %d %v\n%s", pipeline, rec.Code, err, rec.Body)
+	}
+	return v.Run.ID
+}
+
+// waitStepRun polls the store until the run's step run of step has status.
+func waitStepRun(t *testing.T, store agentrunner.RunStore, run, step string, status agentrunner.StepRunStatus) {
+	t.Helper()
+	end := time.Now().Add(30 * time.Second)
+	for {
+		srs, err := store.StepRuns(t.Context(), agentrunner.StepRunFilter{RunID: run})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, sr := range srs {
+			if sr.Step == step && sr.Status == status {
+				return
+			}
+		}
+		if time.Now().After(end) {
+			t.Fatalf("run %s: step %s not %s within 30s", run, step, status)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

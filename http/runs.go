@@ -1,0 +1,683 @@
+package http
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"github.com/agentrunner/agentrunner/internal/clip"
+	"maps"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/artifact"
+)
+
+// Runner is the graph scheduler as the API sees it: the API writes a
+// command, wakes the scheduler and may wait for what came of it.
+// *scheduler.Scheduler is one.
+type Runner interface {
+	// Wake makes the scheduler look at new commands at once.
+	Wake()
+	// Await waits until the scheduler consumed command id and returns its
+	// result ("started run ID" for a start), or ctx's error.
+	Await(ctx context.Context, id int64) (string, error)
+}
+
+// DefaultStartWait bounds how long POST /api/pipelines/{name}/runs waits
+// for the scheduler to start the run before it answers 202 instead.
+const DefaultStartWait = 10 * time.Second
+
+// maxCommentBytes bounds a gate decision's comment, kept in the audit log.
+const maxCommentBytes = 4096
+
+// runIDPattern is what a run id of any pipeline's format looks like.
+var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
+
+// startedPrefix begins the result of a run.start command that started
+// its run.
+const startedPrefix = "started run "
+
+// Run is a run as the API shows it.
+type Run struct {
+	ID       string                `json:"id"`
+	Pipeline string                `json:"pipeline"`
+	Status   agentrunner.RunStatus `json:"status"`
+	// Step is where a serial run of the loop engine is; a graph run's step
+	// runs say where it is.
+	Step      string    `json:"step,omitempty"`
+	StartedAt time.Time `json:"started_at"`
+	// EndedAt is nil while the run is unfinished.
+	EndedAt *time.Time `json:"ended_at"`
+	// DurationMS runs until now while the run is unfinished.
+	DurationMS int64          `json:"duration_ms"`
+	Error      string         `json:"error,omitempty"`
+	Inputs     map[string]any `json:"inputs,omitempty"`
+	Parent     string         `json:"parent,omitempty"`
+}
+
+// RunList is a page of runs, newest first; NextBefore, when set, asks for
+// the next page.
+type RunList struct {
+	Runs       []Run  `json:"runs"`
+	NextBefore string `json:"next_before,omitempty"`
+}
+
+// RunDetail is one run with its step runs.
+type RunDetail struct {
+	Run   Run       `json:"run"`
+	Steps []StepRun `json:"steps"`
+}
+
+// StepRunList lists the step runs of a run, oldest first.
+type StepRunList struct {
+	Steps []StepRun `json:"steps"`
+}
+
+// StepRun is one visit of one step in a run, with its attempts.
+type StepRun struct {
+	Step   string                    `json:"step"`
+	Visit  int                       `json:"visit"`
+	Status agentrunner.StepRunStatus `json:"status"`
+	// From is the step run that opened it ("step#visit").
+	From     string     `json:"from,omitempty"`
+	Label    string     `json:"label,omitempty"`
+	Output   string     `json:"output,omitempty"`
+	OpenedAt time.Time  `json:"opened_at"`
+	EndedAt  *time.Time `json:"ended_at"`
+	Error    string     `json:"error,omitempty"`
+	Decision *Decision  `json:"decision,omitempty"`
+	// Attempts summarises its attempts in the order they were made.
+	Attempts []AttemptSummary `json:"attempts"`
+}
+
+// AttemptSummary is one attempt of a step run in a few fields; GET
+// /api/cycles/{id} and the events tell the rest.
+type AttemptSummary struct {
+	Number     int                       `json:"number"`
+	Status     agentrunner.AttemptStatus `json:"status"`
+	ErrorClass agentrunner.ErrorClass    `json:"error_class,omitempty"`
+}
+
+// Decision is an operator's decision on a gate.
+type Decision struct {
+	Action    agentrunner.DecisionAction `json:"action"`
+	To        string                     `json:"to,omitempty"`
+	Comment   string                     `json:"comment,omitempty"`
+	Operator  string                     `json:"operator"`
+	DecidedAt time.Time                  `json:"decided_at"`
+}
+
+// Gate is a gate that waits for an operator's decision.
+type Gate struct {
+	Run      string    `json:"run"`
+	Pipeline string    `json:"pipeline"`
+	Step     string    `json:"step"`
+	Visit    int       `json:"visit"`
+	OpenedAt time.Time `json:"opened_at"`
+	// TimeoutAt is when Default is decided for the operator, if the gate
+	// has a timeout.
+	TimeoutAt *time.Time `json:"timeout_at,omitempty"`
+	Default   string     `json:"default,omitempty"`
+}
+
+// GateList lists the waiting gates, oldest first.
+type GateList struct {
+	Gates []Gate `json:"gates"`
+}
+
+// StartRunRequest is the body of POST /api/pipelines/{name}/runs.
+type StartRunRequest struct {
+	Inputs map[string]any `json:"inputs,omitempty"`
+}
+
+// StartedRun answers a start: the run when the scheduler started (or
+// queued) it in time, else the command it will start it from.
+type StartedRun struct {
+	Run       *Run     `json:"run,omitempty"`
+	CommandID int64    `json:"command_id,omitempty"`
+	Command   *Command `json:"command,omitempty"`
+}
+
+// GateDecision is the body of POST /api/runs/{run}/gates/{step}.
+type GateDecision struct {
+	Decision agentrunner.DecisionAction `json:"decision"`
+	// To is the step a route decision sends the run to.
+	To      string `json:"to,omitempty"`
+	Comment string `json:"comment,omitempty"`
+}
+
+// RunsSummary is the runs part of GET /api/status.
+type RunsSummary struct {
+	// Unfinished counts the unfinished runs by pipeline and status.
+	Unfinished map[string]map[agentrunner.RunStatus]int `json:"unfinished"`
+	// WaitingGates counts the gates that wait for a decision.
+	WaitingGates int `json:"waiting_gates"`
+}
+
+// runStatuses are the statuses a run can have, for the status filter.
+var runStatuses = []agentrunner.RunStatus{agentrunner.RunQueued, agentrunner.RunRunning, agentrunner.RunHalted,
+	agentrunner.RunCompleted, agentrunner.RunFailed, agentrunner.RunAborted}
+
+// runsOf returns the store's runs, or answers 503 when the store keeps
+// none (a store without the graph scheduler's tables).
+func (s *Server) runsOf(w http.ResponseWriter, r *http.Request) agentrunner.RunStore {
+	if s.runStore == nil {
+		s.writeError(w, r, agentrunner.Errorf(agentrunner.EUNAVAILABLE, "this server's store keeps no runs"))
+	}
+	return s.runStore
+}
+
+// viewRun is run as the API shows it.
+func (s *Server) viewRun(run *agentrunner.Run) Run {
+	v := Run{ID: run.ID, Pipeline: run.Pipeline, Status: run.Status, Step: run.Step, StartedAt: run.StartedAt,
+		Error: run.Error, Inputs: run.Inputs, Parent: run.Parent}
+	end := s.clock.Now()
+	if !run.EndedAt.IsZero() {
+		ended := run.EndedAt
+		v.EndedAt, end = &ended, ended
+	}
+	v.DurationMS = max(end.Sub(run.StartedAt).Milliseconds(), 0)
+	return v
+}
+
+// runQuery reads the filters of GET /api/runs.
+func runQuery(r *http.Request) (agentrunner.RunFilter, error) {
+	q := r.URL.Query()
+	f := agentrunner.RunFilter{Pipeline: q.Get("pipeline"), Status: agentrunner.RunStatus(q.Get("status")), Before: q.Get("before")}
+	if f.Status != "" && !slices.Contains(runStatuses, f.Status) {
+		return f, agentrunner.Errorf(agentrunner.EINVALID, "query parameter status: want queued, running, halted, completed, failed or aborted, got %q", clip.String(string(f.Status), maxQuoted))
+	}
+	if f.Before != "" && !runIDPattern.MatchString(f.Before) {
+		return f, agentrunner.Errorf(agentrunner.EINVALID, "query parameter before: want a run id, got %q", clip.String(f.Before, maxQuoted))
+	}
+	var err error
+	f.Limit, err = limit(r)
+	return f, err
+}
+
+// handleRuns lists runs, newest first, by pipeline and status.
+func (s *Server) handleRuns(w http.ResponseWriter, r *http.Request) {
+	store := s.runsOf(w, r)
+	if store == nil {
+		return
+	}
+	f, err := runQuery(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	runs, err := store.Runs(r.Context(), f)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := RunList{Runs: []Run{}}
+	for _, run := range runs {
+		out.Runs = append(out.Runs, s.viewRun(run))
+	}
+	if len(runs) == f.Limit {
+		out.NextBefore = runs[len(runs)-1].ID
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// runOf reads the run named in the path, or answers with the error.
+func (s *Server) runOf(w http.ResponseWriter, r *http.Request) *agentrunner.Run {
+	store := s.runsOf(w, r)
+	if store == nil {
+		return nil
+	}
+	id := r.PathValue("run")
+	if !runIDPattern.MatchString(id) {
+		s.writeError(w, r, agentrunner.Errorf(agentrunner.EINVALID, "run id: want letters, digits, _, - and ., got %q", clip.String(id, maxQuoted)))
+		return nil
+	}
+	run, err := store.Run(r.Context(), id)
+	if agentrunner.ErrorCode(err) == agentrunner.ENOTFOUND {
+		err = agentrunner.Errorf(agentrunner.ENOTFOUND, "no run %s", id)
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return nil
+	}
+	return run
+}
+
+// handleRun returns one run with its step runs and their attempts.
+func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
+	run := s.runOf(w, r)
+	if run == nil {
+		return
+	}
+	steps, err := s.stepRuns(r.Context(), run.ID, "")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, RunDetail{Run: s.viewRun(run), Steps: steps})
+}
+
+// handleRunSteps lists a run's step runs, oldest first; status filters.
+func (s *Server) handleRunSteps(w http.ResponseWriter, r *http.Request) {
+	status := agentrunner.StepRunStatus(r.URL.Query().Get("status"))
+	switch status {
+	case "", agentrunner.StepRunJoining, agentrunner.StepRunOpen, agentrunner.StepRunWaiting,
+		agentrunner.StepRunSucceeded, agentrunner.StepRunFailed, agentrunner.StepRunCanceled:
+	default:
+		s.writeError(w, r, agentrunner.Errorf(agentrunner.EINVALID, "query parameter status: want joining, open, waiting, succeeded, failed or canceled, got %q", clip.String(string(status), maxQuoted)))
+		return
+	}
+	run := s.runOf(w, r)
+	if run == nil {
+		return
+	}
+	steps, err := s.stepRuns(r.Context(), run.ID, status)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, StepRunList{Steps: steps})
+}
+
+// stepRuns reads a run's step runs with the summaries of their attempts.
+func (s *Server) stepRuns(ctx context.Context, runID string, status agentrunner.StepRunStatus) ([]StepRun, error) {
+	srs, err := s.runStore.StepRuns(ctx, agentrunner.StepRunFilter{RunID: runID, Status: status})
+	if err != nil {
+		return nil, err
+	}
+	atts, err := s.store.Attempts(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	byKey := map[string][]AttemptSummary{}
+	for _, a := range atts {
+		key := agentrunner.StepRunKey(a.Step, max(a.Visit, 1))
+		byKey[key] = append(byKey[key], AttemptSummary{Number: a.Number, Status: a.Status, ErrorClass: a.ErrorClass})
+	}
+	out := []StepRun{}
+	for _, sr := range srs {
+		v := StepRun{Step: sr.Step, Visit: sr.Visit, Status: sr.Status, From: sr.From, Label: sr.Label, Output: sr.Output,
+			OpenedAt: sr.OpenedAt, EndedAt: timePtr(sr.EndedAt), Error: sr.Error, Attempts: orEmpty(byKey[sr.Key()])}
+		if d := sr.Decision; d != nil {
+			v.Decision = &Decision{Action: d.Action, To: d.To, Comment: d.Comment, Operator: d.Operator, DecidedAt: d.DecidedAt}
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// handleGates lists the gates that wait for a decision, oldest first;
+// pipeline filters.
+func (s *Server) handleGates(w http.ResponseWriter, r *http.Request) {
+	store := s.runsOf(w, r)
+	if store == nil {
+		return
+	}
+	n, err := limitOr(r, maxLimit)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	srs, err := store.StepRuns(r.Context(), agentrunner.StepRunFilter{Status: agentrunner.StepRunWaiting, Limit: n})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	pipeline := r.URL.Query().Get("pipeline")
+	runs := map[string]*agentrunner.Run{}
+	out := GateList{Gates: []Gate{}}
+	for _, sr := range srs {
+		run := runs[sr.RunID]
+		if run == nil {
+			if run, err = store.Run(r.Context(), sr.RunID); err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+			runs[sr.RunID] = run
+		}
+		if pipeline == "" || run.Pipeline == pipeline {
+			out.Gates = append(out.Gates, s.gateOf(run, sr))
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// gateOf is a waiting step run as the API shows a gate.
+func (s *Server) gateOf(run *agentrunner.Run, sr *agentrunner.StepRun) Gate {
+	g := Gate{Run: run.ID, Pipeline: run.Pipeline, Step: sr.Step, Visit: sr.Visit, OpenedAt: sr.OpenedAt}
+	if p := s.opts.Pipelines[run.Pipeline]; p != nil {
+		if st := p.Steps[sr.Step]; st != nil && st.Gate != nil && st.Gate.Timeout > 0 {
+			at := sr.OpenedAt.Add(st.Gate.Timeout)
+			g.TimeoutAt, g.Default = &at, string(st.Gate.Default)
+		}
+	}
+	return g
+}
+
+// pipelineOf reads the pipeline named in the path, or answers 404.
+func (s *Server) pipelineOf(w http.ResponseWriter, r *http.Request) *agentrunner.Pipeline {
+	name := r.PathValue("name")
+	p := s.opts.Pipelines[name]
+	if p == nil {
+		names := slices.Sorted(maps.Keys(s.opts.Pipelines))
+		s.writeError(w, r, agentrunner.Errorf(agentrunner.ENOTFOUND, "no pipeline %q (pipelines: %s)", clip.String(name, maxQuoted), orNoneText(strings.Join(names, ", "))))
+		return nil
+	}
+	return p
+}
+
+func orNoneText(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// compileInputSchemas compiles the input schema of every pipeline that has
+// one; a relative path is the workspace's.
+func compileInputSchemas(pipelines map[string]*agentrunner.Pipeline, dir string) (map[string]*artifact.JSONContract, error) {
+	out := map[string]*artifact.JSONContract{}
+	for _, name := range slices.Sorted(maps.Keys(pipelines)) {
+		path := pipelines[name].InputSchemaPath
+		if path == "" {
+			continue
+		}
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(dir, path)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("pipeline %s: input schema: %w", name, err)
+		}
+		c, err := artifact.NewJSONContract(data, path)
+		if err != nil {
+			return nil, fmt.Errorf("pipeline %s: input schema: %w", name, err)
+		}
+		out[name] = c
+	}
+	return out, nil
+}
+
+// checkInputs checks a run's inputs against its pipeline's schema: the
+// error names the pipeline and every failing field.
+func (s *Server) checkInputs(p *agentrunner.Pipeline, inputs map[string]any) error {
+	c := s.inputSchemas[p.Name]
+	if c == nil {
+		return nil
+	}
+	if inputs == nil {
+		inputs = map[string]any{}
+	}
+	data, err := json.Marshal(inputs)
+	if err != nil {
+		return agentrunner.Errorf(agentrunner.EINVALID, "inputs: %v", err)
+	}
+	problems := c.SchemaProblems(data)
+	if len(problems) == 0 {
+		return nil
+	}
+	var parts []string
+	for _, pr := range problems {
+		at := "inputs"
+		if pr.Pointer != "" {
+			at = "inputs" + pr.Pointer
+		}
+		parts = append(parts, at+": "+pr.Message)
+	}
+	return agentrunner.Errorf(agentrunner.EUNPROCESSABLE, "the inputs of a run of pipeline %s do not satisfy its schema %s: %s",
+		p.Name, filepath.Base(p.InputSchemaPath), strings.Join(parts, "; "))
+}
+
+// handleStartRun starts a run of a pipeline: a run.start command the
+// scheduler consumes. It waits a while for the run, so a caller usually
+// gets it at once (201); else the command (202), whose result the audit
+// log shows.
+func (s *Server) handleStartRun(w http.ResponseWriter, r *http.Request) {
+	p := s.pipelineOf(w, r)
+	if p == nil {
+		return
+	}
+	var body StartRunRequest
+	if !s.decode(w, r, &body, true) {
+		return
+	}
+	if err := s.checkInputs(p, body.Inputs); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	args := map[string]any{"pipeline": p.Name}
+	if len(body.Inputs) > 0 {
+		args["inputs"] = body.Inputs
+	}
+	cmd, err := s.addCommand(r, agentrunner.CommandStartRun, "", args)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if s.opts.Runs == nil {
+		writeJSON(w, http.StatusAccepted, StartedRun{Command: ptr(commandOf(cmd))})
+		return
+	}
+	s.opts.Runs.Wake()
+	ctx, cancel := context.WithTimeout(r.Context(), s.startWait())
+	defer cancel()
+	result, err := s.opts.Runs.Await(ctx, cmd.ID)
+	if err != nil {
+		// Not yet: the command is durable and the scheduler will start it.
+		writeJSON(w, http.StatusAccepted, StartedRun{Command: ptr(commandOf(cmd))})
+		return
+	}
+	s.answerStarted(w, r, p, cmd, result)
+}
+
+// answerStarted answers a start the scheduler consumed: 201 with the run,
+// or 409 with the scheduler's reason.
+func (s *Server) answerStarted(w http.ResponseWriter, r *http.Request, p *agentrunner.Pipeline, cmd *agentrunner.Command, result string) {
+	id, ok := strings.CutPrefix(result, startedPrefix)
+	if !ok {
+		s.writeError(w, r, agentrunner.Errorf(agentrunner.ECONFLICT, "pipeline %s: the run was not started (command %d): %s", p.Name, cmd.ID, result))
+		return
+	}
+	run, err := s.runStore.Run(r.Context(), id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Location", "/api/runs/"+url.PathEscape(run.ID))
+	writeJSON(w, http.StatusCreated, StartedRun{Run: ptr(s.viewRun(run)), CommandID: cmd.ID})
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// startWait is how long a start waits for the scheduler.
+func (s *Server) startWait() time.Duration {
+	if s.opts.StartWait > 0 {
+		return s.opts.StartWait
+	}
+	return DefaultStartWait
+}
+
+// handleDecide gives an operator's decision on a waiting gate: a
+// gate.decision command, audited with the caller's identity. The command's
+// target is the gate's step run, so the store refuses a second decision.
+func (s *Server) handleDecide(w http.ResponseWriter, r *http.Request) {
+	run := s.runOf(w, r)
+	if run == nil {
+		return
+	}
+	p, st := s.gateStep(w, r, run)
+	if st == nil {
+		return
+	}
+	var body GateDecision
+	if !s.decode(w, r, &body, false) {
+		return
+	}
+	if err := checkDecision(p, body); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	sr, err := s.openGate(r.Context(), run, st.ID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	args := map[string]any{"run": run.ID, "step": st.ID, "visit": sr.Visit, "action": string(body.Decision)}
+	if body.To != "" {
+		args["to"] = body.To
+	}
+	if body.Comment != "" {
+		args["comment"] = body.Comment
+	}
+	cmd, err := s.addCommand(r, agentrunner.CommandGateDecision, run.ID+"/"+sr.Key(), args)
+	if agentrunner.ErrorCode(err) == agentrunner.ECONFLICT {
+		err = agentrunner.Errorf(agentrunner.ECONFLICT, "gate %s of run %s already has a decision; GET /api/audit shows it", sr.Key(), run.ID)
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.wakeRunner()
+	writeJSON(w, http.StatusAccepted, map[string]any{"command": commandOf(cmd)})
+}
+
+// gateStep finds the pipeline of run and the gate step named in the path,
+// or answers with the error.
+func (s *Server) gateStep(w http.ResponseWriter, r *http.Request, run *agentrunner.Run) (*agentrunner.Pipeline, *agentrunner.Step) {
+	p := s.opts.Pipelines[run.Pipeline]
+	if p == nil {
+		s.writeError(w, r, agentrunner.Errorf(agentrunner.ECONFLICT, "run %s is of pipeline %s, which this server does not run", run.ID, run.Pipeline))
+		return nil, nil
+	}
+	name := r.PathValue("step")
+	st := p.Steps[name]
+	switch {
+	case st == nil:
+		s.writeError(w, r, agentrunner.Errorf(agentrunner.ENOTFOUND, "pipeline %s has no step %q (steps: %s)", p.Name, clip.String(name, maxQuoted), strings.Join(slices.Sorted(maps.Keys(p.Steps)), ", ")))
+		return nil, nil
+	case st.Kind != agentrunner.KindGate:
+		s.writeError(w, r, agentrunner.Errorf(agentrunner.ECONFLICT, "step %s of run %s is a %s step, not a gate: it takes no decision", st.ID, run.ID, st.Kind))
+		return nil, nil
+	}
+	return p, st
+}
+
+// checkDecision refuses a decision the scheduler could not apply.
+func checkDecision(p *agentrunner.Pipeline, d GateDecision) error {
+	switch {
+	case len(d.Comment) > maxCommentBytes:
+		return agentrunner.Errorf(agentrunner.EINVALID, "comment is %d bytes; at most %d", len(d.Comment), maxCommentBytes)
+	case d.Decision == agentrunner.DecisionRoute && d.To == "":
+		return agentrunner.Errorf(agentrunner.EUNPROCESSABLE, "decision route needs to: the step of pipeline %s to send the run to", p.Name)
+	case d.Decision == agentrunner.DecisionRoute && p.Steps[d.To] == nil && d.To != agentrunner.EndStep:
+		return agentrunner.Errorf(agentrunner.EUNPROCESSABLE, "to: pipeline %s has no step %q (steps: %s, or %s)",
+			p.Name, clip.String(d.To, maxQuoted), strings.Join(slices.Sorted(maps.Keys(p.Steps)), ", "), agentrunner.EndStep)
+	case d.Decision == agentrunner.DecisionApprove, d.Decision == agentrunner.DecisionReject:
+		if d.To != "" {
+			return agentrunner.Errorf(agentrunner.EUNPROCESSABLE, "to is for decision route only, not %s", d.Decision)
+		}
+	case d.Decision != agentrunner.DecisionRoute:
+		return agentrunner.Errorf(agentrunner.EUNPROCESSABLE, "decision: want approve, reject or route, got %q", clip.String(string(d.Decision), maxQuoted))
+	}
+	return nil
+}
+
+// openGate returns the latest step run of the gate step, or ECONFLICT
+// naming the run, the step and its status when it does not wait.
+func (s *Server) openGate(ctx context.Context, run *agentrunner.Run, step string) (*agentrunner.StepRun, error) {
+	srs, err := s.runStore.StepRuns(ctx, agentrunner.StepRunFilter{RunID: run.ID})
+	if err != nil {
+		return nil, err
+	}
+	var latest *agentrunner.StepRun
+	for _, sr := range srs {
+		if sr.Step == step && (latest == nil || sr.Visit > latest.Visit) {
+			latest = sr
+		}
+	}
+	switch {
+	case latest == nil:
+		return nil, agentrunner.Errorf(agentrunner.ECONFLICT, "gate %s of run %s is not open: the run (%s) has not reached it", step, run.ID, run.Status)
+	case latest.Status != agentrunner.StepRunWaiting:
+		msg := fmt.Sprintf("gate %s of run %s is not open: its step run %s is %s", step, run.ID, latest.Key(), latest.Status)
+		if d := latest.Decision; d != nil {
+			msg += fmt.Sprintf(" (%s by %s)", d.Action, d.Operator)
+		}
+		return nil, agentrunner.Errorf(agentrunner.ECONFLICT, "%s", msg)
+	case run.Status.Finished():
+		return nil, agentrunner.Errorf(agentrunner.ECONFLICT, "gate %s of run %s is not open: the run is %s", step, run.ID, run.Status)
+	}
+	return latest, nil
+}
+
+// handleAbortRun ends a run of the graph scheduler: a run.abort command.
+func (s *Server) handleAbortRun(w http.ResponseWriter, r *http.Request) {
+	run := s.runOf(w, r)
+	if run == nil {
+		return
+	}
+	var body struct {
+		Reason string `json:"reason"`
+	}
+	if !s.decode(w, r, &body, true) {
+		return
+	}
+	if len(body.Reason) > maxReasonBytes {
+		s.writeError(w, r, agentrunner.Errorf(agentrunner.EINVALID, "reason is %d bytes; at most %d", len(body.Reason), maxReasonBytes))
+		return
+	}
+	if run.Status.Finished() {
+		s.writeError(w, r, agentrunner.Errorf(agentrunner.ECONFLICT, "run %s is already %s", run.ID, run.Status))
+		return
+	}
+	args := map[string]any{"run": run.ID}
+	if body.Reason != "" {
+		args["reason"] = body.Reason
+	}
+	cmd, err := s.addCommand(r, agentrunner.CommandAbortRun, "", args)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.wakeRunner()
+	writeJSON(w, http.StatusAccepted, map[string]any{"command": commandOf(cmd)})
+}
+
+// wakeRunner tells the scheduler a command was written.
+func (s *Server) wakeRunner() {
+	if s.opts.Runs != nil {
+		s.opts.Runs.Wake()
+	}
+}
+
+// runsSummary counts the unfinished runs and the waiting gates, for GET
+// /api/status; nil when the server runs no pipelines of its own.
+func (s *Server) runsSummary(ctx context.Context) (*RunsSummary, error) {
+	if len(s.opts.Pipelines) == 0 || s.runStore == nil {
+		return nil, nil
+	}
+	runs, err := s.runStore.Runs(ctx, agentrunner.RunFilter{Unfinished: true})
+	if err != nil {
+		return nil, err
+	}
+	out := &RunsSummary{Unfinished: map[string]map[agentrunner.RunStatus]int{}}
+	for _, run := range runs {
+		if out.Unfinished[run.Pipeline] == nil {
+			out.Unfinished[run.Pipeline] = map[agentrunner.RunStatus]int{}
+		}
+		out.Unfinished[run.Pipeline][run.Status]++
+	}
+	gates, err := s.runStore.StepRuns(ctx, agentrunner.StepRunFilter{Status: agentrunner.StepRunWaiting})
+	if err != nil {
+		return nil, err
+	}
+	out.WaitingGates = len(gates)
+	return out, nil
+}
