@@ -35,6 +35,9 @@ type Invocation struct {
 	OutputPath string
 	// CycleDir is the current cycle's directory (read-only for agents).
 	CycleDir string
+	// WorkspaceDir is the workspace's directory (where agentrunner.yaml
+	// is), for agents whose scripts live in the workspace.
+	WorkspaceDir string
 	// MailboxPath is the agent's mailbox file.
 	MailboxPath string
 	// MemoryPath is the agent's memory file, if it keeps one.
@@ -55,6 +58,49 @@ type Invocation struct {
 	// MCPConfig is an MCP client configuration that gives a process agent
 	// the runner's tools over MCP; empty when the agent has no tools.
 	MCPConfig string
+	// Output is the artifact the agent must produce and its contract, as
+	// loaded for this attempt: a runtime never looks it up elsewhere, so
+	// a reloaded contract applies from the next attempt on.
+	Output OutputContract
+	// Model holds the settings of an agent on a model provider.
+	Model ModelSettings
+}
+
+// OutputContract is the artifact an agent produces and how it is checked
+// (FR-153..156). Its template and schema paths are the Invocation's.
+type OutputContract struct {
+	// File is the artifact's name in the run directory (research.md).
+	File string
+	// Schema is the JSON Schema's content; nil without one.
+	Schema []byte
+	// Check returns the problems of a candidate artifact, as the agent
+	// should read them; none when it is valid. Nil: nothing is checked.
+	Check func(data []byte) []string
+}
+
+// Problems returns what is wrong with data under the contract.
+func (o OutputContract) Problems(data []byte) []string {
+	if o.Check == nil {
+		return nil
+	}
+	return o.Check(data)
+}
+
+// ModelSettings are an agent's model parameters (FR-077, FR-144..147).
+type ModelSettings struct {
+	// Name is the provider's model name.
+	Name string
+	// Temperature of sampling; nil: the provider's default.
+	Temperature *float64
+	// MaxTokens bounds one answer; 0: the provider's default.
+	MaxTokens int
+	// MaxTurns bounds the turns of the conversation; RepairTurns the
+	// answers sent back for breaking the contract.
+	MaxTurns    int
+	RepairTurns int
+	// InlineInputs: the inputs are in the prompt, and the model gets no
+	// filesystem_read access to them.
+	InlineInputs bool
 }
 
 // TokenBudget is a limit on model tokens and where it comes from.

@@ -27,7 +27,7 @@ func TestChildProcessEnvDecodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := []Env{c.Providers["cli"].Env, c.Agents["report"].Env, c.MCPServers["files"].Env, c.Tools["x"].Env, c.Agents["plan"].Env}
+	got := []Env{c.Providers["cli"].Env, c.Agents["report"].Env, c.MCPServers["files"].Env, c.Tools["x"].Settings.(*cliSettings).Env, c.Agents["plan"].Env}
 	want := []Env{
 		{Pass: []string{"ANTHROPIC_API_KEY", "NO_PROXY"}, Set: map[string]string{"CLAUDE_CODE_MAX_OUTPUT_TOKENS": "8000", "NO_COLOR": "1"}},
 		{Pass: []string{"GITHUB_TOKEN"}},
@@ -134,6 +134,12 @@ func TestIsOverride(t *testing.T) {
 		"AGENTRUNNER_AGENTS_REPORT_RETRIES_MAX":       true,
 		"AGENTRUNNER_PROVIDERS_CLI_ENV_PASS":          true,
 		"AGENTRUNNER_TOOLS_WEB_SEARCH_BASE_URL":       true,
+		"AGENTRUNNER_TOOLS_FEED_BINARY":               true, // a key of a kind, which config does not know
+		"AGENTRUNNER_TOOLS_TA_EMA_PERIODS":            true,
+		"AGENTRUNNER_TOOLS_X_RETRIES_MAX":             true,
+		"AGENTRUNNER_TOOLS_WEB_SEARCH_API_KEY":        false, // a secret named so, not a key
+		"AGENTRUNNER_TOOLS_FEED_AUTH_TOKEN":           false,
+		"AGENTRUNNER_TOOLS_X_RETRIES":                 false,
 		"AGENTRUNNER_EXECUTION_SERVICE_URL":           true,
 		"AGENTRUNNER_SERVER_AUTH_JWT_SECRET_ENV":      true,
 		"AGENTRUNNER_KEY_ALICE":                       false, // an operator's API key, named so

@@ -56,8 +56,10 @@ type Config struct {
 	Budgets    Budgets               `yaml:"budgets"`
 	Escalation Escalation            `yaml:"escalation"`
 	Watchdog   Watchdog              `yaml:"watchdog"`
-	Events     Events                `yaml:"events"`
-	Health     Health                `yaml:"health"`
+	// Scheduler bounds the graph scheduler's work (pipelines:).
+	Scheduler Scheduler `yaml:"scheduler"`
+	Events    Events    `yaml:"events"`
+	Health    Health    `yaml:"health"`
 
 	// Path is the file the configuration was read from.
 	Path string `yaml:"-"`
@@ -67,6 +69,9 @@ type Config struct {
 	lines map[string]string
 	// inputSchemas are the compiled inputs_schema of pipelines, by name.
 	inputSchemas map[string]*jsonschema.Schema
+	// toolProblems are the problems of tools' kinds and own keys found
+	// while decoding, reported by validation with the tools' others.
+	toolProblems map[string]Problems
 }
 
 // State says where the durable state lives.
@@ -318,6 +323,10 @@ type Step struct {
 	ID string `yaml:"-"`
 }
 
+// AgentName is the agent an agent step runs ("" for other kinds), for the
+// scheduler's events and attempts.
+func (s *Step) AgentName() string { return s.Agent }
+
 // Route is one of a step's routes: {when: LABEL, to: STEP}, or the default
 // {otherwise: STEP}.
 type Route struct {
@@ -412,46 +421,24 @@ type ExecutionService struct {
 	CallbackSecretEnv string `yaml:"callback_secret_env"`
 }
 
-// Tool declares one tool. Its kind is the built-in implementation (default:
-// the tool's name); description and parameters override the built-in ones.
-// The settings below the first block apply to some kinds only.
+// Tool declares one tool: the keys every tool has. Its kind is the
+// implementation (default: the tool's name); description and parameters
+// override the implementation's. The other keys of the section belong to
+// the kind, which decodes them into Settings (see ToolKind).
 type Tool struct {
 	Kind        string `yaml:"kind"`
 	Description string `yaml:"description"`
 	// Parameters is the JSON Schema of the arguments, written as YAML.
 	Parameters JSON `yaml:"parameters"`
-	// Timeout of one call; default 30s for web tools, 10s for data tools.
+	// Timeout of one call; default the kind's, else DefaultToolTimeout.
 	Timeout Duration `yaml:"timeout"`
 	// Retries of transient failures (timeouts, 5xx, connection errors).
 	Retries *Retries `yaml:"retries"`
 	Breaker Breaker  `yaml:"breaker"`
 
-	// BaseURL of the upstream API (web_search, current_position,
-	// technical_indicators with the binance provider).
-	BaseURL string `yaml:"base_url"`
-	// APIKeyEnv names the variable holding the upstream API key.
-	APIKeyEnv string `yaml:"api_key_env"`
-	// AllowHosts lets web_fetch reach these hosts even when they resolve to
-	// private addresses.
-	AllowHosts []string `yaml:"allow_hosts"`
-	// MaxBytes bounds a fetched body (web_fetch).
-	MaxBytes int `yaml:"max_bytes"`
-	// MaxRedirects bounds redirects (web_fetch).
-	MaxRedirects int `yaml:"max_redirects"`
-	// Binary is the program a CLI-backed tool runs (bird).
-	Binary string `yaml:"binary"`
-	// Env is what the program of a CLI-backed tool (bird) gets besides the
-	// base variables and the credentials it reads (bird: AUTH_TOKEN, CT0).
-	Env Env `yaml:"env"`
-	// CacheTTL is how long results are reused.
-	CacheTTL Duration `yaml:"cache_ttl"`
-	// Provider of market data: binance or csv (technical_indicators).
-	Provider string `yaml:"provider"`
-	// DataDir holds CSV candles for the csv provider.
-	DataDir string `yaml:"data_dir"`
-	// EMAPeriods are the EMA lengths computed.
-	EMAPeriods []int `yaml:"ema_periods"`
-
+	// Settings are the keys of the kind, decoded by the kind's settings
+	// type; nil when the configuration was read without its kind.
+	Settings ToolSettings `yaml:"-"`
 	// Name is the tool's key in tools.
 	Name string `yaml:"-"`
 }
@@ -512,6 +499,14 @@ type Watchdog struct {
 	// StallGrace is how long past its deadline the engine's current
 	// operation may run before the process exits non-zero.
 	StallGrace Duration `yaml:"stall_grace"`
+}
+
+// Scheduler bounds the graph scheduler, which runs the runs of pipelines:.
+type Scheduler struct {
+	// MaxConcurrentAttempts bounds the attempts running at once across
+	// every run and pipeline of the process; further attempts wait their
+	// turn in the order they became runnable.
+	MaxConcurrentAttempts int `yaml:"max_concurrent_attempts"`
 }
 
 // Budgets bound what a cycle may spend.
@@ -612,14 +607,32 @@ type Health struct {
 
 // Load reads, decodes, overrides from the environment, fills in defaults and
 // validates the configuration at path, and compiles the inputs_schema files
-// it names. Any problem makes it return Problems
-// (see Parse for when the Config comes with them).
+// it names. Any problem makes it return Problems (see Parse for when the
+// Config comes with them). It knows no tool kinds: see LoadWith.
 func Load(path string) (*Config, error) {
+	return LoadWith(path, Options{})
+}
+
+// Options say how a configuration is read.
+type Options struct {
+	// LookupEnv reads environment overrides; nil: os.LookupEnv.
+	LookupEnv func(string) (string, bool)
+	// ToolKinds decode and check the keys of each tool's section that
+	// belong to its kind. Without them those keys are not read and Tool's
+	// Settings stay nil: enough for a reader that builds no tool.
+	ToolKinds ToolKinds
+}
+
+// LoadWith is Load with the tool kinds a runner builds.
+func LoadWith(path string, o Options) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, Problems{{Where: path, Message: fmt.Sprintf("cannot read configuration: %v", err)}}
 	}
-	cfg, err := Parse(path, data, os.LookupEnv)
+	if o.LookupEnv == nil {
+		o.LookupEnv = os.LookupEnv
+	}
+	cfg, err := ParseWith(path, data, o)
 	if cfg == nil {
 		return nil, err
 	}
@@ -638,11 +651,16 @@ func Load(path string) (*Config, error) {
 // Config (with defaults) together with the Problems, so that a checker can
 // go on to check the files it names; a runner must not use it.
 func Parse(path string, data []byte, lookupEnv func(string) (string, bool)) (*Config, error) {
+	return ParseWith(path, data, Options{LookupEnv: lookupEnv})
+}
+
+// ParseWith is Parse with options; o.LookupEnv must be set.
+func ParseWith(path string, data []byte, o Options) (*Config, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, Problems{{Where: path, Message: err.Error()}}
 	}
-	d := &decoder{file: path, lines: map[string]string{}}
+	d := &decoder{file: path, lines: map[string]string{}, toolKeys: map[string][][2]*yaml.Node{}}
 	var root yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&root); err != nil {
@@ -661,8 +679,9 @@ func Parse(path string, data []byte, lookupEnv func(string) (string, bool)) (*Co
 		return nil, Problems{syntaxProblem(path, err)}
 	}
 	d.decode(root.Content[0], reflect.ValueOf(cfg).Elem(), "")
-	d.applyEnv(reflect.ValueOf(cfg).Elem(), EnvPrefix, "", lookupEnv)
+	d.applyEnv(reflect.ValueOf(cfg).Elem(), EnvPrefix, "", o.LookupEnv)
 	cfg.lines = d.lines
+	d.decodeToolSettings(cfg, o.ToolKinds, o.LookupEnv)
 	if len(d.problems) > 0 {
 		return nil, d.problems
 	}

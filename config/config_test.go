@@ -50,10 +50,10 @@ tools: {web_search: {}, web_fetch: {}}
 
 func parse(t *testing.T, src string, env map[string]string) (*Config, error) {
 	t.Helper()
-	return Parse("agentrunner.yaml", []byte(src), func(k string) (string, bool) {
+	return ParseWith("agentrunner.yaml", []byte(src), Options{ToolKinds: testKinds, LookupEnv: func(k string) (string, bool) {
 		v, ok := env[k]
 		return v, ok
-	})
+	}})
 }
 
 func TestValidConfigGetsDefaults(t *testing.T) {

@@ -74,6 +74,9 @@ type decoder struct {
 	problems Problems
 	// lines maps a key path to the position of its key.
 	lines map[string]string
+	// toolKeys are the keys of each tool's section (by key path) that
+	// its kind decodes.
+	toolKeys map[string][][2]*yaml.Node
 }
 
 func (d *decoder) pos(n *yaml.Node) string {
@@ -129,6 +132,9 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 		return
 	case onCapType:
 		d.decodeOnCap(n, v, path)
+		return
+	case toolType:
+		d.decodeTool(n, v, path)
 		return
 	case jsonType:
 		var x any
@@ -369,3 +375,15 @@ func editDistance(a, b string) int {
 
 // MarshalYAML writes a duration as the string it is read from (90s, 6h).
 func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
+
+// MarshalYAML writes on_cap as it is read: halt, {to: STEP} or {gate: STEP}.
+func (o OnCap) MarshalYAML() (any, error) {
+	if o.Halt {
+		return "halt", nil
+	}
+	type plain struct {
+		To   string `yaml:"to,omitempty"`
+		Gate string `yaml:"gate,omitempty"`
+	}
+	return plain{To: o.To, Gate: o.Gate}, nil
+}

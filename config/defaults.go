@@ -3,7 +3,6 @@ package config
 import (
 	"fmt"
 	"path/filepath"
-	"slices"
 	"time"
 )
 
@@ -34,7 +33,6 @@ const (
 	DefaultRepairTurns      = 1    // turns to fix invalid output
 	DefaultModelTimeout     = 2 * time.Minute
 	DefaultToolTimeout      = 30 * time.Second // web operations (FR-114)
-	DefaultDataToolTimeout  = 10 * time.Second // data queries (FR-114)
 	DefaultToolRetries      = 2
 	DefaultToolBackoff      = time.Second
 	DefaultBreakerFailures  = 5
@@ -44,10 +42,13 @@ const (
 	DefaultWebhookTimeout   = 10 * time.Second
 	DefaultHeartbeat        = 30 * time.Second // FR-055
 	DefaultStallGrace       = 5 * time.Minute
-	DefaultMaxBodyBytes     = 1 << 20
-	DefaultEventRetention   = 30 * 24 * time.Hour
-	DefaultMinFreeDiskMiB   = 1024
-	DefaultMaxEngineLag     = time.Minute
+	// DefaultMaxConcurrentAttempts: agents mostly wait on a model or a
+	// child process, so a 2-core runner keeps several busy.
+	DefaultMaxConcurrentAttempts = 16
+	DefaultMaxBodyBytes          = 1 << 20
+	DefaultEventRetention        = 30 * 24 * time.Hour
+	DefaultMinFreeDiskMiB        = 1024
+	DefaultMaxEngineLag          = time.Minute
 	// DefaultMaxArtifactBytes bounds an agent's output: far above any
 	// useful artifact, far below what would strain the runner's memory.
 	DefaultMaxArtifactBytes = 8 << 20
@@ -63,9 +64,6 @@ const (
 	DefaultMaxHeaderBytes    = 32 << 10
 	DefaultMaxConnections    = 1024
 )
-
-// DataTools are the tool kinds whose default timeout is a data query's.
-var DataTools = []string{"current_position", "technical_indicators"}
 
 // APIKeyEnvDefaults are the variables model providers read their key from
 // when api_key_env is not set, as the official SDKs do.
@@ -155,11 +153,7 @@ func (c *Config) WithDefaults() {
 		t.Name = name
 		key := "tools." + name
 		orDefault(c, key+".kind", &t.Kind, name)
-		timeout := DefaultToolTimeout
-		if slices.Contains(DataTools, t.Kind) {
-			timeout = DefaultDataToolTimeout
-		}
-		orDefault(c, key+".timeout", &t.Timeout, Duration(timeout))
+		orDefault(c, key+".timeout", &t.Timeout, Duration(DefaultToolTimeout))
 		if t.Retries == nil {
 			t.Retries = &Retries{}
 		}
@@ -193,6 +187,7 @@ func (c *Config) WithDefaults() {
 	orDefault(c, "escalation.webhook.timeout", &c.Escalation.Webhook.Timeout, Duration(DefaultWebhookTimeout))
 	orDefault(c, "execution_service.heartbeat_interval", &c.ExecutionService.HeartbeatInterval, Duration(DefaultHeartbeat))
 	orDefault(c, "watchdog.stall_grace", &c.Watchdog.StallGrace, Duration(DefaultStallGrace))
+	orDefault(c, "scheduler.max_concurrent_attempts", &c.Scheduler.MaxConcurrentAttempts, DefaultMaxConcurrentAttempts)
 	orDefault(c, "server.max_body_bytes", &c.Server.MaxBodyBytes, DefaultMaxBodyBytes)
 	orDefault(c, "server.read_header_timeout", &c.Server.ReadHeaderTimeout, Duration(DefaultReadHeaderTimeout))
 	orDefault(c, "server.read_timeout", &c.Server.ReadTimeout, Duration(DefaultReadTimeout))

@@ -2,7 +2,9 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -162,7 +164,10 @@ func setScalar(v reflect.Value, raw string) error {
 // configuration: AGENTRUNNER_ and the key path of a key that can be set
 // from the environment, where the name of an agent, provider, step, tool or
 // MCP server stands for any name. Other AGENTRUNNER_* variables, such as
-// secrets an operator named so, are not configuration.
+// secrets an operator named so, are not configuration. The keys of a
+// tool's kind are its package's, so under tools any key but one every
+// tool has is taken, unless its last word says it holds a secret
+// (AGENTRUNNER_TOOLS_X_API_KEY is not a key but a secret named so).
 func IsOverride(name string) bool {
 	rest, ok := strings.CutPrefix(name, EnvPrefix+"_")
 	return ok && overridable(reflect.TypeOf(Config{}), rest)
@@ -199,7 +204,7 @@ func overridable(t reflect.Type, rest string) bool {
 		}
 		// The entry's name is one or more parts of rest.
 		for i := 1; i < len(rest); i++ {
-			if rest[i] == '_' && overridable(t.Elem(), rest[i+1:]) {
+			if rest[i] == '_' && (overridable(t.Elem(), rest[i+1:]) || t.Elem().Elem() == toolType && kindKey(rest[i+1:])) {
 				return true
 			}
 		}
@@ -221,4 +226,20 @@ func settable(t reflect.Type) bool {
 		return t.Elem().Kind() == reflect.String || t.Elem() == durationType
 	}
 	return false
+}
+
+// kindKey reports whether rest may name a key of a tool's kind: not a key
+// every tool has (those are decided by Tool's type), and not a secret.
+func kindKey(rest string) bool {
+	words := strings.Split(rest, "_")
+	if slices.Contains(words, "") || slices.Contains(secretWords, words[len(words)-1]) {
+		return false
+	}
+	for _, name := range slices.Collect(maps.Keys(yamlFields(toolType))) {
+		key := strings.TrimPrefix(envName("", name), "_")
+		if rest == key || strings.HasPrefix(rest, key+"_") {
+			return false
+		}
+	}
+	return true
 }

@@ -105,6 +105,8 @@ func FuzzParse(f *testing.F) {
 		{"name: loop", "name: loop\n\tname: tab"},
 		{"tools: {web_search: {}, web_fetch: {}}", "tools: {web_search: {parameters: {type: object, properties: {q: {type: string}}}}, web_fetch: {}}"},
 		{"tools: {web_search: {}, web_fetch: {}}", "tools: {web_search: {parameters: {1: x}}, web_fetch: {}}"},
+		{"tools: {web_search: {}, web_fetch: {}}", "tools: {web_search: {base_url: x, cache_ttl: 1m, limits: [1]}, web_fetch: {colour: x, env: {}}}"},
+		{"tools: {web_search: {}, web_fetch: {}}", "tools: {web_search: {kind: bird, env: {pass: [A]}}, web_fetch: {kind: nowhere, x: 1}}"},
 		{"provider: cli", "provider: nowhere"},
 		{"start: plan", "start: nowhere"},
 		{"agent: report, next: strategy", "agent: report, next: plan"},

@@ -3,8 +3,8 @@ package config
 import (
 	"errors"
 	"fmt"
+	"github.com/agentrunner/agentrunner/route"
 	"maps"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -141,7 +141,21 @@ func (v *validator) graphPipeline(name string, p *Pipeline) {
 		v.add(key+".steps", "the pipeline needs at least one step")
 		return
 	}
-	if c.given(key + ".final") {
+	v.graphSettings(key, p)
+	for _, id := range slices.Sorted(maps.Keys(p.Steps)) {
+		v.graphStep(key, p, id)
+	}
+	v.graphInputs(key, p)
+	if len(v.problems) > before {
+		return // the graph check would only repeat what is already said
+	}
+	v.checkGraph(key, c.graph(name, p))
+}
+
+// graphSettings checks the keys of a pipeline under pipelines: other
+// than its steps.
+func (v *validator) graphSettings(key string, p *Pipeline) {
+	if v.c.given(key + ".final") {
 		v.add(key+".final", "final applies to the learning loop's pipeline: only")
 	}
 	if !slices.Contains(runIDFormats, p.RunID) {
@@ -153,13 +167,6 @@ func (v *validator) graphPipeline(name string, p *Pipeline) {
 	if p.Schedule != nil && p.Schedule.Every <= 0 {
 		v.add(key+".schedule.every", "must be positive: the time from one run's start to the next one's")
 	}
-	for _, id := range slices.Sorted(maps.Keys(p.Steps)) {
-		v.graphStep(key, p, id)
-	}
-	if len(v.problems) > before {
-		return // the graph check would only repeat what is already said
-	}
-	v.checkGraph(key, c.graph(name, p))
 }
 
 // checkGraph reports the faults of a pipeline's graph at their steps.
@@ -176,11 +183,13 @@ func (v *validator) checkGraph(key string, g *agentrunner.Pipeline) {
 		if f.Key != "" {
 			k += "." + f.Key
 		}
-		msg := f.Message
+		where, msg := f.Where, f.Message
 		if f.Step != "" {
 			msg = "step " + f.Step + ": " + msg
+		} else {
+			where = fileLine(v.c.Where(k)) // the pipeline's key (start) is more precise
 		}
-		v.problems = append(v.problems, Problem{Where: f.Where, Key: k, Message: msg})
+		v.problems = append(v.problems, Problem{Where: where, Key: k, Message: msg})
 	}
 }
 
@@ -260,29 +269,16 @@ func (v *validator) stepRoutes(key string, s *Step) {
 	}
 }
 
-// label checks that a label source sets exactly one way to read the label.
+// label checks a label source as the scheduler will use it: exactly one
+// way to read the label, and that one well formed (a JSON pointer, a
+// regular expression that compiles, a parser that exists).
 func (v *validator) label(key string, l *Label) {
 	if l == nil {
 		return
 	}
-	n := 0
-	for _, set := range []string{l.Pointer, l.Section, l.Field, l.Regex, l.Parser} {
-		if set != "" {
-			n++
-		}
-	}
-	if n != 1 {
-		v.add(key, "set exactly one of pointer, section, field, regex or parser, got %d", n)
-	}
-	if l.Pointer != "" && !strings.HasPrefix(l.Pointer, "/") {
-		v.add(key+".pointer", "must be a JSON pointer such as /verdict, got %q", l.Pointer)
-	}
-	if l.Regex != "" {
-		if re, err := regexp.Compile(l.Regex); err != nil {
-			v.add(key+".regex", "does not compile: %v", err)
-		} else if re.NumSubexp() > 1 {
-			v.add(key+".regex", "has %d groups; the label is the first group or the whole match, so give at most one", re.NumSubexp())
-		}
+	src := &agentrunner.LabelSource{Pointer: l.Pointer, Section: l.Section, Field: l.Field, Regex: l.Regex, Parser: l.Parser}
+	if _, err := route.Compile(src); err != nil {
+		v.add(key, "%v", err)
 	}
 }
 
@@ -323,4 +319,35 @@ func (c *Config) graphProduces(file string) bool {
 		}
 	}
 	return false
+}
+
+// graphInputs checks that the artifacts the agents of a graph read from
+// their run are produced by some step of it. Which step runs first depends
+// on labels, so the order is not checked, unlike the learning loop's.
+func (v *validator) graphInputs(key string, p *Pipeline) {
+	produced := map[string]bool{}
+	for _, s := range p.Steps {
+		if a := v.stepAgent(s); a != nil {
+			produced[a.Output.File] = true
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(p.Steps)) {
+		a := v.stepAgent(p.Steps[id])
+		if a == nil {
+			continue
+		}
+		for _, in := range a.Inputs {
+			if in.Artifact != "" && in.History == nil && !produced[in.Artifact] {
+				v.add(key+".steps."+id+".agent", "agent %s reads %q, which no step of the pipeline produces", a.Name, in.Artifact)
+			}
+		}
+	}
+}
+
+// stepAgent is the agent an agent step runs, if it is known.
+func (v *validator) stepAgent(s *Step) *Agent {
+	if s == nil || s.Kind != StepAgent {
+		return nil
+	}
+	return v.c.Agents[s.Agent]
 }

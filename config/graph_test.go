@@ -11,6 +11,7 @@ import (
 	"github.com/agentrunner/agentrunner"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"go.yaml.in/yaml/v3"
 )
 
 // loadProblems loads the test workspace dir and returns its problems, one
@@ -55,7 +56,7 @@ func TestGraphFaults(t *testing.T) {
 		}},
 		{"gate-no-way-out", []string{
 			`testdata/graphs/gate-no-way-out/agentrunner.yaml:13: pipelines.p.steps.approval.routes: step approval: a gate with no way out on reject: add a route {when: reject, to: STEP} or an otherwise route`,
-			`testdata/graphs/gate-no-way-out/agentrunner.yaml:16: pipelines.p.steps.signoff: step signoff: a gate with no way out: give it next (approve goes there, reject ends the branch) or routes for approve and reject`,
+			`testdata/graphs/gate-no-way-out/agentrunner.yaml:16: pipelines.p.steps.signoff: step signoff: a gate with no way out: give it next (approve goes there, a reject ends the run as failed) or routes for approve and reject`,
 		}},
 		{"routes-without-label", []string{
 			`testdata/graphs/routes-without-label/agentrunner.yaml:12: pipelines.p.steps.review.label: step review: routes without a label source: say where the routing label is read (label: {pointer, section, field, regex or parser})`,
@@ -64,7 +65,7 @@ func TestGraphFaults(t *testing.T) {
 			`testdata/graphs/then-one-branch/agentrunner.yaml:12: pipelines.p.steps.a.then: step a: then starts parallel branches and needs at least two; use next for one successor`,
 		}},
 		{"start-not-a-step", []string{
-			`testdata/graphs/start-not-a-step/agentrunner.yaml:9: pipelines.p.start: start "begin" is not a step of the pipeline`,
+			`testdata/graphs/start-not-a-step/agentrunner.yaml:10: pipelines.p.start: start "begin" is not a step of the pipeline`,
 		}},
 		{"reserved-end", []string{
 			`testdata/graphs/reserved-end/agentrunner.yaml:13: pipelines.p.steps.end: step end: "end" is reserved: as an edge's target it ends the branch; give the step another name`,
@@ -93,9 +94,7 @@ func TestGraphFaults(t *testing.T) {
 			`testdata/graphs/step-keys/agentrunner.yaml:19:18: pipelines.p.steps.a.routes[0]: an otherwise route is {otherwise: STEP} alone; a route with a label is {when: LABEL, to: STEP}`,
 			`testdata/graphs/step-keys/agentrunner.yaml:19:50: pipelines.p.steps.a.routes[1].when: is required: the label that takes this route (or write {otherwise: STEP})`,
 			`testdata/graphs/step-keys/agentrunner.yaml:19:59: pipelines.p.steps.a.routes[2].to: is required: a step name or "end"`,
-			`testdata/graphs/step-keys/agentrunner.yaml:18:9: pipelines.p.steps.a.label: set exactly one of pointer, section, field, regex or parser, got 2`,
-			`testdata/graphs/step-keys/agentrunner.yaml:18:17: pipelines.p.steps.a.label.pointer: must be a JSON pointer such as /verdict, got "verdict"`,
-			"testdata/graphs/step-keys/agentrunner.yaml:18:35: pipelines.p.steps.a.label.regex: does not compile: error parsing regexp: missing closing ): `(a)(b`",
+			`testdata/graphs/step-keys/agentrunner.yaml:18:9: pipelines.p.steps.a.label: the label source sets pointer and regex: set only one`,
 			`testdata/graphs/step-keys/agentrunner.yaml:20:9: pipelines.p.steps.a.join: unknown join "some" (supported: all, any)`,
 			`testdata/graphs/step-keys/agentrunner.yaml:21:9: pipelines.p.steps.a.on_cap: want halt, {to: STEP} or {gate: STEP}: set exactly one of to and gate`,
 			`testdata/graphs/step-keys/agentrunner.yaml:23:11: pipelines.p.steps.b.kind: execution steps run in the learning loop's pipeline: only, for now; under pipelines: a step is an agent or a gate`,
@@ -104,6 +103,9 @@ func TestGraphFaults(t *testing.T) {
 			`testdata/graphs/step-keys/agentrunner.yaml:27:9: pipelines.p.steps.g.gate: set timeout and default together: the decision taken for the operator when the timeout passes`,
 			`testdata/graphs/step-keys/agentrunner.yaml:29:11: pipelines.p.steps.h.kind: unknown step kind "judge" (supported: agent, gate)`,
 			`testdata/graphs/step-keys/agentrunner.yaml:30:56: pipelines.p.steps.i.on_cap.gate: step "a" is not a gate (kind: gate); use {to: a} to go to another kind of step`,
+		}},
+		{"input-not-produced", []string{
+			`testdata/graphs/input-not-produced/agentrunner.yaml:14:11: pipelines.p.steps.b.agent: agent b reads "notes.md", which no step of the pipeline produces`,
 		}},
 		{"inputs-schema", []string{
 			`testdata/graphs/inputs-schema/agentrunner.yaml:21:5: pipelines.broken.inputs_schema: broken.schema.json does not compile: broken.schema.json is not valid against metaschema: jsonschema validation failed with 'https://json-schema.org/draft/2020-12/schema#'
@@ -309,5 +311,22 @@ func TestGraphEnvOverrides(t *testing.T) {
 	}
 	if w := c.Where("pipelines.review.steps.fix.max_visits"); w != "environment variable AGENTRUNNER_PIPELINES_REVIEW_STEPS_FIX_MAX_VISITS" {
 		t.Errorf("located at %q", w)
+	}
+}
+
+// TestOnCapMarshal: on_cap is shown (GET /api/config) as it is written.
+func TestOnCapMarshal(t *testing.T) {
+	for _, tt := range []struct {
+		in   OnCap
+		want string
+	}{
+		{OnCap{Halt: true}, "halt\n"},
+		{OnCap{To: "fix"}, "to: fix\n"},
+		{OnCap{Gate: "decide"}, "gate: decide\n"},
+	} {
+		got, err := yaml.Marshal(tt.in)
+		if err != nil || string(got) != tt.want {
+			t.Errorf("Marshal(%+v) = %q, %v; want %q", tt.in, got, err, tt.want)
+		}
 	}
 }

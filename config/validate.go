@@ -74,6 +74,9 @@ func (c *Config) validate() Problems {
 	if c.Watchdog.StallGrace <= 0 {
 		v.add("watchdog.stall_grace", "must be positive")
 	}
+	if c.Scheduler.MaxConcurrentAttempts <= 0 {
+		v.add("scheduler.max_concurrent_attempts", "must be positive, got %d", c.Scheduler.MaxConcurrentAttempts)
+	}
 	if c.Budgets.CycleTokens < 0 {
 		v.add("budgets.cycle_tokens", "must not be negative")
 	}
@@ -159,31 +162,35 @@ func reservedEnv(name string) bool {
 
 // env checks what a child process is given: names, and no secret written
 // in the file.
-func (v *validator) env(key string, e Env) {
+func (v *validator) env(key string, e Env) { CheckEnv(v.add, key, e) }
+
+// CheckEnv reports what is wrong with the env of a child process at key:
+// names, the runner's own variables, and secrets written in the file.
+func CheckEnv(add Reporter, key string, e Env) {
 	for i, name := range e.Pass {
 		k := fmt.Sprintf("%s.pass[%d]", key, i)
 		switch {
 		case !envNamePattern.MatchString(name):
-			v.add(k, "%q is not an environment variable name (letters, digits and _, not starting with a digit)", name)
+			add(k, "%q is not an environment variable name (letters, digits and _, not starting with a digit)", name)
 		case reservedEnv(name):
-			v.add(k, "%s is the runner's own: it sets the AGENTRUNNER_* variables and PWD an agent gets", name)
+			add(k, "%s is the runner's own: it sets the AGENTRUNNER_* variables and PWD an agent gets", name)
 		case slices.Contains(e.Pass[:i], name):
-			v.add(k, "%s is passed twice", name)
+			add(k, "%s is passed twice", name)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(e.Set)) {
 		k := key + ".set." + name
 		switch value := e.Set[name]; {
 		case !envNamePattern.MatchString(name):
-			v.add(k, "%q is not an environment variable name (letters, digits and _, not starting with a digit)", name)
+			add(k, "%q is not an environment variable name (letters, digits and _, not starting with a digit)", name)
 		case reservedEnv(name):
-			v.add(k, "%s is the runner's own: it sets the AGENTRUNNER_* variables and PWD an agent gets", name)
+			add(k, "%s is the runner's own: it sets the AGENTRUNNER_* variables and PWD an agent gets", name)
 		case slices.Contains(e.Pass, name):
-			v.add(k, "%s is both passed and set", name)
+			add(k, "%s is both passed and set", name)
 		case looksSecret(name, value):
-			v.add(k, "%s looks like a secret: do not write it in the file; put it in the runner's environment and pass it by name (env: {pass: [%s]})", name, name)
+			add(k, "%s looks like a secret: do not write it in the file; put it in the runner's environment and pass it by name (env: {pass: [%s]})", name, name)
 		case strings.IndexByte(value, 0) >= 0:
-			v.add(k, "the value contains a NUL byte")
+			add(k, "the value contains a NUL byte")
 		}
 	}
 }
@@ -335,23 +342,9 @@ func (v *validator) tool(name string, t *Tool) {
 	if len(t.Parameters) > 0 && (t.Parameters[0] != '{') {
 		v.add(key+".parameters", "must be a JSON Schema object")
 	}
-	if t.BaseURL != "" {
-		v.url(key+".base_url", t.BaseURL)
-	}
-	if t.APIKeyEnv != "" && !envNamePattern.MatchString(t.APIKeyEnv) {
-		v.add(key+".api_key_env", "%q is not an environment variable name (give the name of the variable that holds the key, not the key)", t.APIKeyEnv)
-	}
-	if t.MaxBytes < 0 || t.MaxRedirects < 0 {
-		v.add(key, "max_bytes and max_redirects must not be negative")
-	}
-	if t.Kind != "bird" && !t.Env.empty() {
-		v.add(key+".env", "only CLI-backed tools (bird) start a process that takes an environment")
-	}
-	v.env(key+".env", t.Env)
-	for i, p := range t.EMAPeriods {
-		if p < 1 {
-			v.add(fmt.Sprintf("%s.ema_periods[%d]", key, i), "must be at least 1")
-		}
+	v.problems = append(v.problems, v.c.toolProblems[name]...)
+	if t.Settings != nil {
+		t.Settings.Check(func(sub, format string, args ...any) { v.add(strings.TrimSuffix(join(key, sub), "."), format, args...) })
 	}
 }
 
@@ -527,9 +520,12 @@ func (v *validator) mcpTool(tool string) string {
 }
 
 // url checks an http(s) URL.
-func (v *validator) url(key, raw string) {
+func (v *validator) url(key, raw string) { CheckURL(v.add, key, raw) }
+
+// CheckURL reports at key a raw URL that is not http(s) with a host.
+func CheckURL(add Reporter, key, raw string) {
 	if u, err := url.Parse(raw); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		v.add(key, "want an http or https URL, got %q", raw)
+		add(key, "want an http or https URL, got %q", raw)
 	}
 }
 

@@ -175,7 +175,7 @@ func (e *Engine) skip(ctx context.Context, c *agentrunner.Cycle, s *config.Step,
 	note := fmt.Sprintf("%s failed; %s of cycle %s stands in for it: %s", s.ID, file, fb.cycleID, dst)
 	err = e.untilResourced(ctx, c.ID, s.ID, opDeliver, func() error {
 		out = &outcome{}
-		return e.deliver(c, s, fb.data, nil, note, out)
+		return e.deliver(c, s, fb.data, note, out)
 	})
 	if err != nil {
 		return c, nil, err

@@ -72,7 +72,7 @@ func (e *Engine) runExecution(ctx context.Context, c *agentrunner.Cycle, step *c
 	out.add(e, c, step.ID, agentrunner.EventExecutionStatus, level, map[string]any{
 		"strategy_id": receipt.StrategyID, "status": string(status), "final": true, "detail": detail,
 	})
-	return out, e.deliver(c, step, nil, nil, note, out)
+	return out, e.deliver(c, step, nil, note, out)
 }
 
 // notify submits the strategy once: through the outbox, keyed by cycle,

@@ -5,14 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 
 	"github.com/agentrunner/agentrunner"
 	"github.com/agentrunner/agentrunner/config"
 	"github.com/agentrunner/agentrunner/mailbox"
-	"github.com/agentrunner/agentrunner/workspace"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -26,11 +23,12 @@ const maxReloadProblems = 5
 // configuration file and every file it names are read again and, when
 // they are valid and change only what a running loop can take, replace
 // the current ones. What can change: identity prompts, tools.md, the
-// memory template, the schedule, timeouts, retries, escalation policies,
-// the mailbox size and budgets. Anything else (providers, agents' models,
-// contracts, inputs and tools, the pipeline's graph, tools, servers)
-// was built into the running process and needs a restart; such a reload
-// is refused with the list, and nothing changes.
+// memory template, the content of output templates and schemas (each
+// attempt's invocation carries its contract), the schedule, timeouts,
+// retries, escalation policies, the mailbox size and budgets. Anything
+// else (providers, agents' models, inputs and tools, the pipeline's
+// graph, tools, servers) was built into the running process and needs a
+// restart; such a reload is refused with the list, and nothing changes.
 func (e *Engine) reload(ctx context.Context, c *agentrunner.Cycle, cmd *agentrunner.Command) error {
 	if e.reloadFn == nil {
 		return e.ignore(ctx, c, cmd, "this runner cannot reload its configuration")
@@ -39,13 +37,7 @@ func (e *Engine) reload(ctx context.Context, c *agentrunner.Cycle, cmd *agentrun
 	if err != nil {
 		return e.ignore(ctx, c, cmd, "the configuration is not valid: "+summarize(err))
 	}
-	restart := needsRestart(e.cfg, ws.Config)
-	if changed := changedContracts(e.ws, ws); len(changed) > 0 {
-		// Model runtimes check answers against the contracts they were
-		// built with: a new contract needs a restart.
-		restart = append(restart, "the output templates or schemas of "+strings.Join(changed, ", "))
-	}
-	if len(restart) > 0 {
+	if restart := needsRestart(e.cfg, ws.Config); len(restart) > 0 {
 		return e.ignore(ctx, c, cmd, "these changes need a restart: "+strings.Join(restart, ", "))
 	}
 	boxes := e.boxes
@@ -63,22 +55,6 @@ func (e *Engine) reload(ctx context.Context, c *agentrunner.Cycle, cmd *agentrun
 	e.ws, e.cfg, e.boxes = ws, ws.Config, boxes
 	e.cfgMu.Unlock()
 	return nil
-}
-
-// changedContracts lists the agents whose output template or JSON Schema
-// file changed.
-func changedContracts(old, next *workspace.Workspace) []string {
-	var out []string
-	for _, name := range slices.Sorted(maps.Keys(old.Agents)) {
-		a, b := old.Agents[name], next.Agents[name]
-		if b == nil {
-			continue // reported as a change of agents
-		}
-		if !bytes.Equal(a.Template, b.Template) || !bytes.Equal(a.Schema, b.Schema) {
-			out = append(out, name)
-		}
-	}
-	return out
 }
 
 // summarize shortens a configuration error to its first problems.

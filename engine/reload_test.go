@@ -10,6 +10,7 @@ import (
 	"github.com/agentrunner/agentrunner"
 	"github.com/agentrunner/agentrunner/config"
 	"github.com/agentrunner/agentrunner/execsvc"
+	"github.com/agentrunner/agentrunner/runtime/mock"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -68,6 +69,43 @@ func TestReloadTakesPromptsAndSchedule(t *testing.T) {
 	}
 }
 
+// TestReloadTakesAContract: a reload given while plan runs changes
+// research's output template; research's attempt is invoked with the new
+// contract, which an artifact of the old template breaks, and its
+// artifact follows the new one.
+func TestReloadTakesAContract(t *testing.T) {
+	f := newFixture(t, execsvc.MockOptions{}, nil)
+	e := f.engine()
+	old, err := os.ReadFile(filepath.Join(f.dir, "output_templates/research.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var research *agentrunner.Invocation
+	f.onRun = func(inv *agentrunner.Invocation) {
+		switch inv.Step {
+		case "plan":
+			f.edit("output_templates/research.md", "## ", "## Risks\n\n{{risks}}\n\n## ")
+			f.command(e, agentrunner.CommandReload, "root", nil)
+		case "research":
+			research = inv
+		}
+	}
+	c := f.runOnce(e)
+	if c.Status != agentrunner.CycleCompleted {
+		t.Fatalf("cycle %s (%s)", c.Status, c.Error)
+	}
+	if diff := cmp.Diff([]string{"reload:reloaded " + filepath.Join(f.dir, config.FileName)}, f.audit()); diff != "" {
+		t.Errorf("audit (-want +got):\n%s", diff)
+	}
+	stale := mock.Generate(old, ".md", c.ID, "research", t0)
+	if ps := research.Output.Problems(stale); !strings.Contains(strings.Join(ps, "\n"), "Risks") {
+		t.Errorf("research's contract after the reload takes an artifact of the old template: problems %q", ps)
+	}
+	if data, _ := os.ReadFile(filepath.Join(c.Dir, "research.md")); !strings.Contains(string(data), "## Risks") {
+		t.Error("research.md does not follow the reloaded template")
+	}
+}
+
 // TestReloadRefusesWhatNeedsARestart: changes built into the running
 // process, or an invalid file, leave everything as it was and say why.
 func TestReloadRefusesWhatNeedsARestart(t *testing.T) {
@@ -84,8 +122,6 @@ func TestReloadRefusesWhatNeedsARestart(t *testing.T) {
 			"ignored: these changes need a restart: server"},
 		{"a provider's model", config.FileName, "    model: gpt-4.1", "    model: gpt-5",
 			"ignored: these changes need a restart: providers"},
-		{"an output template", "output_templates/research.md", "## ", "## Sources\n\nTBD\n\n## ",
-			"ignored: these changes need a restart: the output templates or schemas of research"},
 		{"the graph", config.FileName, "      next: evaluate\n      deliver:\n        - {kind: status",
 			"      next: end\n      deliver:\n        - {kind: status",
 			"ignored: the configuration is not valid: "},

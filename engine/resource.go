@@ -8,19 +8,21 @@ import (
 	"time"
 
 	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/internal/fileop"
+	"github.com/agentrunner/agentrunner/step/agent"
 )
 
 // The engine's own operations during a step, by the names that the
 // resource.exhausted event and the fault hook (Options.Faults) give them.
+// An agent step's operations are named by the agent step kind.
 const (
 	opCycleDir      = "create cycle directory"
 	opAttemptFolder = "create attempt folder"
-	opMemory        = "create memory"
-	opMCPConfig     = "write MCP configuration"
-	opPrompt        = "write prompt"
-	opReadArtifact  = "read artifact"
-	opPublish       = "publish artifact"
-	opDeliver       = "deliver to mailboxes"
+	opMemory        = agent.OpMemory
+	opPrompt        = agent.OpPrompt
+	opReadArtifact  = agent.OpReadArtifact
+	opPublish       = agent.OpPublish
+	opDeliver       = agent.OpDeliver
 	opFallback      = "publish fallback"
 	opCommit        = "commit state change"
 	opStep          = "run step"
@@ -41,41 +43,17 @@ func resourceWait(n int) time.Duration {
 	return min(resourceWaitMin<<min(max(n-1, 0), 16), resourceWaitMax)
 }
 
-// opError is a failure of one of the engine's own operations. It names the
-// operation for the resource.exhausted event, and reads as its cause, so
-// the callers' messages stay as they were.
-type opError struct {
-	op  string
-	err error
-}
-
-func (e *opError) Error() string { return e.err.Error() }
-
-// Unwrap returns the cause.
-func (e *opError) Unwrap() error { return e.err }
-
 // fileOp does one of the engine's own file operations of a step, named
 // op, unless the fault hook (Options.Faults) fails it first.
 func (e *Engine) fileOp(op string, fn func() error) error {
-	var err error
-	if e.faults != nil {
-		err = e.faults(op)
-	}
-	if err == nil {
-		err = fn()
-	}
-	if err != nil {
-		return &opError{op: op, err: err}
-	}
-	return nil
+	return fileop.Do(e.faults, op, fn)
 }
 
 // operation names what ran out of a resource in err: the engine's own
 // operation when it is one, else the system call, else fallback.
 func operation(err error, fallback string) string {
-	var oe *opError
-	if errors.As(err, &oe) {
-		return oe.op
+	if op, ok := fileop.Name(err); ok {
+		return op
 	}
 	var pe *fs.PathError
 	if errors.As(err, &pe) {

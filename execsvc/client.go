@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/internal/clip"
 )
 
 // Client calls the Execution Service. Every error it returns is built with
@@ -95,7 +96,7 @@ func (c *Client) Submit(ctx context.Context, key string, s Submission) (*Receipt
 	}
 	body, err := s.Body()
 	if err != nil {
-		return nil, agentrunner.Fail(agentrunner.ClassInvalidOutput, "submit strategy of cycle %q: %v", clip(s.CycleID, 80), err)
+		return nil, agentrunner.Fail(agentrunner.ClassInvalidOutput, "submit strategy of cycle %q: %v", clip.String(s.CycleID, 80), err)
 	}
 	if len(body) > MaxBodyBytes {
 		return nil, agentrunner.Fail(agentrunner.ClassInvalidOutput,
@@ -302,7 +303,7 @@ func (c *Client) clean(s string) string {
 		}
 		return r
 	}, s)
-	return clip(strings.Join(strings.Fields(s), " "), maxMessage)
+	return clip.String(strings.Join(strings.Fields(s), " "), maxMessage)
 }
 
 // checkBearer checks a token for an Authorization header: visible ASCII
@@ -531,7 +532,7 @@ func (v *fieldChecker) time(at string, s *string) time.Time {
 	}
 	t, err := time.Parse(time.RFC3339Nano, *s)
 	if err != nil {
-		v.fail("%s %q is not an RFC 3339 time", at, clip(*s, 80))
+		v.fail("%s %q is not an RFC 3339 time", at, clip.String(*s, 80))
 	}
 	return t
 }
@@ -546,7 +547,7 @@ func (v *fieldChecker) currency(at string, s *string) string {
 		ok = (*s)[i] >= 'A' && (*s)[i] <= 'Z'
 	}
 	if !ok {
-		v.fail("%s %q is not a three-letter currency code such as USD", at, clip(*s, 40))
+		v.fail("%s %q is not a three-letter currency code such as USD", at, clip.String(*s, 40))
 	}
 	return *s
 }
@@ -565,7 +566,7 @@ func (v *fieldChecker) asset(at string, s *string) string {
 		ok = c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || strings.IndexByte("._:/-", c) >= 0
 	}
 	if !ok {
-		v.fail("%s %q is not an asset name (1 to %d letters, digits and . _ : / -)", at, clip(*s, 60), maxAssetLen)
+		v.fail("%s %q is not an asset name (1 to %d letters, digits and . _ : / -)", at, clip.String(*s, 60), maxAssetLen)
 	}
 	return *s
 }
@@ -591,7 +592,7 @@ func (v *fieldChecker) enum(at string, s *string, allowed []string) string {
 			return *s
 		}
 	}
-	v.fail("%s %q is not one of %s", at, clip(*s, 40), strings.Join(allowed, ", "))
+	v.fail("%s %q is not one of %s", at, clip.String(*s, 40), strings.Join(allowed, ", "))
 	return *s
 }
 

@@ -15,6 +15,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/agentrunner/agentrunner/internal/clip"
 )
 
 // MaxBodyBytes caps every request and response body of the contract, so
@@ -99,7 +101,7 @@ func (s Submission) Validate() error {
 		return errors.New("strategy is not a JSON object")
 	}
 	if !isLowerHex(s.SHA256, sha256.Size*2) {
-		return fmt.Errorf("sha256 %q is not 64 lowercase hex digits", clip(s.SHA256, 80))
+		return fmt.Errorf("sha256 %q is not 64 lowercase hex digits", clip.String(s.SHA256, 80))
 	}
 	// Outside these years RFC 3339 cannot write the time back.
 	if y := s.ValidUntil.UTC().Year(); !s.ValidUntil.IsZero() && (y < 1 || y > 9999) {
@@ -174,7 +176,7 @@ func ParseSubmission(body []byte) (Submission, error) {
 	if wire.ValidUntil != nil {
 		t, err := time.Parse(time.RFC3339Nano, *wire.ValidUntil)
 		if err != nil {
-			return Submission{}, fmt.Errorf("valid_until %q is not an RFC 3339 time", clip(*wire.ValidUntil, 80))
+			return Submission{}, fmt.Errorf("valid_until %q is not an RFC 3339 time", clip.String(*wire.ValidUntil, 80))
 		}
 		s.ValidUntil = t
 	}
@@ -261,17 +263,4 @@ func isLowerHex(s string, n int) bool {
 		}
 	}
 	return true
-}
-
-// clip shortens s to at most n bytes for an error message, without
-// splitting a UTF-8 sequence.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	i := n
-	for i > 0 && s[i]&0xc0 == 0x80 {
-		i--
-	}
-	return s[:i] + "…"
 }

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/agentrunner/agentrunner/internal/clip"
 )
 
 // Mock is an Execution Service for tests and the demo. It speaks the
@@ -281,7 +283,7 @@ func (m *Mock) route(r *http.Request, body []byte, readErr error, now time.Time)
 		}
 		return m.status(path[len(collection)+1:])
 	}
-	return errorReply(http.StatusNotFound, "not_found", fmt.Sprintf("no endpoint %s", clip(path, 200)))
+	return errorReply(http.StatusNotFound, "not_found", fmt.Sprintf("no endpoint %s", clip.String(path, 200)))
 }
 
 func (m *Mock) authorized(r *http.Request) bool {
@@ -348,7 +350,7 @@ func (m *Mock) submit(r *http.Request, body []byte, readErr error, now time.Time
 func (m *Mock) status(id string) reply {
 	a, ok := m.byID[id]
 	if !ok {
-		return errorReply(http.StatusNotFound, "not_found", fmt.Sprintf("no strategy %q", clip(id, 200)))
+		return errorReply(http.StatusNotFound, "not_found", fmt.Sprintf("no strategy %q", clip.String(id, 200)))
 	}
 	before := a.polls
 	a.polls++

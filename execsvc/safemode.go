@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/internal/clip"
 )
 
 // Reasons for safe mode that the contract names. Reason codes are open: a
@@ -90,12 +91,12 @@ func ParseHeartbeatRequest(body []byte) (HeartbeatRequest, error) {
 	h.Runner = *w.Runner
 	t, err := time.Parse(time.RFC3339Nano, *w.SentAt)
 	if err != nil {
-		return HeartbeatRequest{}, fmt.Errorf("sent_at %q is not an RFC 3339 time", clip(*w.SentAt, 80))
+		return HeartbeatRequest{}, fmt.Errorf("sent_at %q is not an RFC 3339 time", clip.String(*w.SentAt, 80))
 	}
 	h.SentAt = t
 	// Decoded apart so 1.5 or "30" is refused rather than truncated.
 	if err := json.Unmarshal(*w.IntervalSeconds, &h.IntervalSeconds); err != nil {
-		return HeartbeatRequest{}, fmt.Errorf("interval_seconds %s is not a whole number", clip(string(*w.IntervalSeconds), 40))
+		return HeartbeatRequest{}, fmt.Errorf("interval_seconds %s is not a whole number", clip.String(string(*w.IntervalSeconds), 40))
 	}
 	if err := h.Validate(); err != nil {
 		return HeartbeatRequest{}, err
@@ -136,7 +137,7 @@ func (r SafeModeRequest) Validate() error {
 		}
 	}
 	if r.StrategySHA256 != "" && !isLowerHex(r.StrategySHA256, sha256.Size*2) {
-		return fmt.Errorf("strategy_sha256 %q is not 64 lowercase hex digits", clip(r.StrategySHA256, 80))
+		return fmt.Errorf("strategy_sha256 %q is not 64 lowercase hex digits", clip.String(r.StrategySHA256, 80))
 	}
 	if r.Reason == ReasonStrategyExpired && r.StrategySHA256 == "" {
 		return errors.New("strategy_sha256 is missing; it is required with reason strategy_expired")
@@ -195,7 +196,7 @@ func ParseSafeModeRequest(body []byte) (SafeModeRequest, error) {
 	if w.ExpiredAt != nil {
 		t, err := time.Parse(time.RFC3339Nano, *w.ExpiredAt)
 		if err != nil {
-			return SafeModeRequest{}, fmt.Errorf("expired_at %q is not an RFC 3339 time", clip(*w.ExpiredAt, 80))
+			return SafeModeRequest{}, fmt.Errorf("expired_at %q is not an RFC 3339 time", clip.String(*w.ExpiredAt, 80))
 		}
 		r.ExpiredAt = t
 	}
@@ -275,10 +276,10 @@ func (s *SafeModeState) UnmarshalJSON(body []byte) error {
 	} else {
 		// A state that contradicts itself is not one to act on.
 		if w.Since != nil {
-			return fmt.Errorf("since is %q but safe_mode is false", clip(*w.Since, 80))
+			return fmt.Errorf("since is %q but safe_mode is false", clip.String(*w.Since, 80))
 		}
 		if w.Reason != nil && *w.Reason != "" {
-			return fmt.Errorf("reason is %q but safe_mode is false", clip(*w.Reason, 80))
+			return fmt.Errorf("reason is %q but safe_mode is false", clip.String(*w.Reason, 80))
 		}
 	}
 	if w.LastHeartbeat != nil {
@@ -435,7 +436,7 @@ func checkReason(what, v string) error {
 		ok = c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_'
 	}
 	if !ok {
-		return fmt.Errorf("%s %q is not a code (a lowercase letter, then lowercase letters, digits and _, at most %d)", what, clip(v, 80), maxReasonLen)
+		return fmt.Errorf("%s %q is not a code (a lowercase letter, then lowercase letters, digits and _, at most %d)", what, clip.String(v, 80), maxReasonLen)
 	}
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/internal/clip"
 )
 
 // manualClock stands still until a test advances it, so the dead man's
@@ -704,7 +705,7 @@ func TestSafeModeInvalidAnswers(t *testing.T) {
 		{"query", `{"safe_mode":false,"pad":"` + strings.Repeat("x", MaxBodyBytes) + `"}`, "larger than 1048576 bytes"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.op+" "+clip(tt.body, 60), func(t *testing.T) {
+		t.Run(tt.op+" "+clip.String(tt.body, 60), func(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if r.Method == http.MethodPost && r.URL.Path == "/v1/safe-mode" {
 					w.WriteHeader(http.StatusAccepted)

@@ -135,7 +135,7 @@ func (c *checker) wayOut(s *agentrunner.Step) {
 	}
 	switch {
 	case n == 0 && s.Kind == agentrunner.KindGate:
-		c.add(s, "", "a gate with no way out: give it next (approve goes there, reject ends the branch) or routes for approve and reject")
+		c.add(s, "", "a gate with no way out: give it next (approve goes there, a reject ends the run as failed) or routes for approve and reject")
 	case n == 0:
 		c.add(s, "next", "nothing follows it: give it next, routes or then (next: end ends the branch)")
 	case n > 1:

@@ -24,7 +24,10 @@ const (
 // routing label: its then branches, else the route whose when is the
 // label (else its otherwise route), else its next. agentrunner.EndStep in
 // the result ends the branch. A gate's label is its decision; a gate with
-// next goes there on approve and ends the branch on reject.
+// next goes there on approve, and on reject nothing follows: the scheduler
+// ends the run as failed, rejected. (A gate
+// decided "route" goes to the decision's step, which the scheduler
+// follows itself.)
 //
 // A label that no route takes is the step's output's fault, not a passing
 // failure: the error is of class invalid_output (not retried) and names the
@@ -66,7 +69,7 @@ func gateNext(s *agentrunner.Step, label string) ([]string, error) {
 	case approve:
 		return []string{s.Next}, nil
 	case reject:
-		return []string{agentrunner.EndStep}, nil
+		return nil, nil
 	}
 	return nil, noRoute(s, label, []string{approve, reject})
 }

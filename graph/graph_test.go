@@ -45,7 +45,7 @@ func TestSuccessors(t *testing.T) {
 		{"route before otherwise", withDefault, "APPROVE", []string{"publish"}, ""},
 		{"otherwise", withDefault, "MAYBE", []string{"fix"}, ""},
 		{"gate next approve", gateNext, "approve", []string{"ship"}, ""},
-		{"gate next reject ends the branch", gateNext, "reject", []string{"end"}, ""},
+		{"gate next reject ends the run", gateNext, "reject", nil, ""},
 		{"gate next other", gateNext, "route", nil, `invalid_output: step sign: label "route" matches no route; the routes take "approve", "reject"`},
 		{"gate routes reject", gateRoutes, "reject", []string{"fix"}, ""},
 		{"nothing follows", &agentrunner.Step{ID: "a"}, "", nil, "config: step a has no next, routes or then: nothing follows it"},
@@ -184,7 +184,7 @@ func TestCheck(t *testing.T) {
 		{"two ways on", func(p *agentrunner.Pipeline) { p.Steps["web"].Then = []string{"code", "merge"} },
 			Faults{{Where: "p.yaml:3", Step: "web", Message: "it sets more than one of next, routes and then; a step leads on in one of these ways"}}},
 		{"gate without a way out", func(p *agentrunner.Pipeline) { p.Steps["decide"].Next = "" },
-			Faults{{Where: "p.yaml:8", Step: "decide", Message: "a gate with no way out: give it next (approve goes there, reject ends the branch) or routes for approve and reject"}}},
+			Faults{{Where: "p.yaml:8", Step: "decide", Message: "a gate with no way out: give it next (approve goes there, a reject ends the run as failed) or routes for approve and reject"}}},
 		{"gate with a label", func(p *agentrunner.Pipeline) {
 			p.Steps["decide"].Next = ""
 			p.Steps["decide"].Label = &agentrunner.LabelSource{Field: "x"}

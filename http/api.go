@@ -21,6 +21,7 @@ import (
 	"github.com/agentrunner/agentrunner"
 	"github.com/agentrunner/agentrunner/config"
 	"github.com/agentrunner/agentrunner/engine"
+	"github.com/agentrunner/agentrunner/internal/clip"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -29,6 +30,9 @@ const (
 	defaultLimit = 20
 	maxLimit     = 500
 )
+
+// maxQuoted bounds a caller's value quoted in an error.
+const maxQuoted = 64
 
 // maxCycleEvents bounds the events GET /api/cycles/{id} shows; the rest
 // are read with GET /api/events.
@@ -151,7 +155,7 @@ func (s *Server) handleCycles(w http.ResponseWriter, r *http.Request) {
 func (s *Server) cycleOf(w http.ResponseWriter, r *http.Request) *agentrunner.Cycle {
 	id := r.PathValue("id")
 	if !cycleIDPattern.MatchString(id) {
-		s.writeError(w, r, agentrunner.Errorf(agentrunner.EINVALID, "cycle id: want YYYYMMDD_HHMMSS, got %q", clip(id)))
+		s.writeError(w, r, agentrunner.Errorf(agentrunner.EINVALID, "cycle id: want YYYYMMDD_HHMMSS, got %q", clip.String(id, maxQuoted)))
 		return nil
 	}
 	c, err := s.store.Cycle(r.Context(), id)
@@ -160,14 +164,6 @@ func (s *Server) cycleOf(w http.ResponseWriter, r *http.Request) *agentrunner.Cy
 		return nil
 	}
 	return c
-}
-
-// clip shortens a caller's value quoted in an error.
-func clip(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "…"
-	}
-	return s
 }
 
 func timePtr(t time.Time) *time.Time {
@@ -280,7 +276,7 @@ var contentTypes = map[string]string{
 func (s *Server) handleArtifact(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	if !artifactNamePattern.MatchString(name) || strings.Contains(name, "..") {
-		s.writeError(w, r, agentrunner.Errorf(agentrunner.EINVALID, "artifact name: want a file name of the cycle directory (letters, digits, _, -, .), got %q", clip(name)))
+		s.writeError(w, r, agentrunner.Errorf(agentrunner.EINVALID, "artifact name: want a file name of the cycle directory (letters, digits, _, -, .), got %q", clip.String(name, maxQuoted)))
 		return
 	}
 	c := s.cycleOf(w, r)
@@ -353,12 +349,12 @@ func eventQuery(r *http.Request) (agentrunner.EventFilter, error) {
 	f := agentrunner.EventFilter{CycleID: q.Get("cycle_id"), Type: q.Get("type"), MinLevel: agentrunner.Level(q.Get("level"))}
 	// A cycle is a run: the events of any run are asked for by its id.
 	if f.CycleID != "" && !runIDPattern.MatchString(f.CycleID) {
-		return f, agentrunner.Errorf(agentrunner.EINVALID, "query parameter cycle_id: want a cycle or run id such as 20260314_060000 or review-000001, got %q", clip(f.CycleID))
+		return f, agentrunner.Errorf(agentrunner.EINVALID, "query parameter cycle_id: want a cycle or run id such as 20260314_060000 or review-000001, got %q", clip.String(f.CycleID, maxQuoted))
 	}
 	switch f.MinLevel {
 	case "", agentrunner.LevelDebug, agentrunner.LevelInfo, agentrunner.LevelWarn, agentrunner.LevelError:
 	default:
-		return f, agentrunner.Errorf(agentrunner.EINVALID, "query parameter level: want debug, info, warn or error, got %q", clip(string(f.MinLevel)))
+		return f, agentrunner.Errorf(agentrunner.EINVALID, "query parameter level: want debug, info, warn or error, got %q", clip.String(string(f.MinLevel), maxQuoted))
 	}
 	if since := q.Get("since"); since != "" {
 		if id, err := strconv.ParseInt(since, 10, 64); err == nil && id >= 0 {
@@ -366,7 +362,7 @@ func eventQuery(r *http.Request) (agentrunner.EventFilter, error) {
 		} else if t, err := time.Parse(time.RFC3339Nano, since); err == nil {
 			f.Since = t
 		} else {
-			return f, agentrunner.Errorf(agentrunner.EINVALID, "query parameter since: want an event id or an RFC 3339 time, got %q", clip(since))
+			return f, agentrunner.Errorf(agentrunner.EINVALID, "query parameter since: want an event id or an RFC 3339 time, got %q", clip.String(since, maxQuoted))
 		}
 	}
 	return f, nil
@@ -417,7 +413,7 @@ func toolQuery(r *http.Request) (n int, after string, since time.Time, err error
 	after = r.URL.Query().Get("after")
 	if v := r.URL.Query().Get("since"); v != "" {
 		if since, err = time.Parse(time.RFC3339Nano, v); err != nil {
-			return 0, "", time.Time{}, agentrunner.Errorf(agentrunner.EINVALID, "query parameter since: want an RFC 3339 time, got %q", clip(v))
+			return 0, "", time.Time{}, agentrunner.Errorf(agentrunner.EINVALID, "query parameter since: want an RFC 3339 time, got %q", clip.String(v, maxQuoted))
 		}
 	}
 	return n, after, since, nil
@@ -486,7 +482,7 @@ func (s *Server) handleTools(w http.ResponseWriter, r *http.Request) {
 func (s *Server) agentOf(w http.ResponseWriter, r *http.Request) string {
 	agent := r.PathValue("agent")
 	if s.cfg.Agents[agent] == nil {
-		s.writeError(w, r, agentrunner.Errorf(agentrunner.ENOTFOUND, "no agent %q (agents: %s)", clip(agent), strings.Join(slices.Sorted(maps.Keys(s.cfg.Agents)), ", ")))
+		s.writeError(w, r, agentrunner.Errorf(agentrunner.ENOTFOUND, "no agent %q (agents: %s)", clip.String(agent, maxQuoted), strings.Join(slices.Sorted(maps.Keys(s.cfg.Agents)), ", ")))
 		return ""
 	}
 	return agent
@@ -584,7 +580,7 @@ const maxReasonBytes = 1024
 func (s *Server) handleOverride(w http.ResponseWriter, r *http.Request) {
 	kind := r.PathValue("kind")
 	if !engine.IsOverride(kind) {
-		s.writeError(w, r, agentrunner.Errorf(agentrunner.ENOTFOUND, "no override %q (pause, resume, abort, inject, force-cycle)", clip(kind)))
+		s.writeError(w, r, agentrunner.Errorf(agentrunner.ENOTFOUND, "no override %q (pause, resume, abort, inject, force-cycle)", clip.String(kind, maxQuoted)))
 		return
 	}
 	var body struct {
@@ -602,7 +598,7 @@ func (s *Server) handleOverride(w http.ResponseWriter, r *http.Request) {
 	args := map[string]any{}
 	if kind == agentrunner.CommandInject {
 		if s.cfg.Agents[body.Agent] == nil {
-			s.writeError(w, r, agentrunner.Errorf(agentrunner.EINVALID, "agent: no agent %q (agents: %s)", clip(body.Agent), strings.Join(slices.Sorted(maps.Keys(s.cfg.Agents)), ", ")))
+			s.writeError(w, r, agentrunner.Errorf(agentrunner.EINVALID, "agent: no agent %q (agents: %s)", clip.String(body.Agent, maxQuoted), strings.Join(slices.Sorted(maps.Keys(s.cfg.Agents)), ", ")))
 			return
 		}
 		var err error

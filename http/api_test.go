@@ -264,6 +264,7 @@ func TestBadInput(t *testing.T) {
 		{"bad status filter", "GET", "/api/cycles?status=done", "", 400, `query parameter status: want running, halted, completed, failed or aborted, got "done"`},
 		{"bad since", "GET", "/api/events?since=yesterday", "", 400, `query parameter since: want an event id or an RFC 3339 time, got "yesterday"`},
 		{"bad level", "GET", "/api/events?level=loud", "", 400, `query parameter level: want debug, info, warn or error, got "loud"`},
+		{"long level cut before a multi-byte rune", "GET", "/api/events?level=" + strings.Repeat("x", 63) + "%C3%A9", "", 400, `query parameter level: want debug, info, warn or error, got "` + strings.Repeat("x", 63) + `…"`},
 		{"unknown route", "GET", "/api/nothing", "", 404, "no route GET /api/nothing"},
 	}
 	for _, tt := range tests {

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"mime"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -19,6 +18,8 @@ import (
 
 	"github.com/agentrunner/agentrunner"
 	"github.com/agentrunner/agentrunner/engine"
+	"github.com/agentrunner/agentrunner/internal/clip"
+	"github.com/agentrunner/agentrunner/internal/neterr"
 	"github.com/agentrunner/agentrunner/mailbox"
 )
 
@@ -363,7 +364,7 @@ func (c *Client) Tools(ctx context.Context) ([]Tool, error) {
 			return tools, nil
 		}
 		if out.NextAfter <= q.Get("after") {
-			return nil, unexpected(agentrunner.EINTERNAL, "GET /api/tools: next_after %q does not move past %q", clipText(out.NextAfter), clipText(q.Get("after")))
+			return nil, unexpected(agentrunner.EINTERNAL, "GET /api/tools: next_after %q does not move past %q", clip.String(out.NextAfter, snippetBytes), clip.String(q.Get("after"), snippetBytes))
 		}
 		q.Set("after", out.NextAfter)
 	}
@@ -452,7 +453,7 @@ func (c *Client) Stream(ctx context.Context, since string, f EventFilter, fn fun
 	err = readSSE(resp.Body, func(id, data string) error {
 		var ev Event
 		if err := json.Unmarshal([]byte(data), &ev); err != nil {
-			return unexpected(agentrunner.EINTERNAL, "the event stream sent an event (id %q) that does not decode (%v)", clipText(id), err)
+			return unexpected(agentrunner.EINTERNAL, "the event stream sent an event (id %q) that does not decode (%v)", clip.String(id, snippetBytes), err)
 		}
 		last = ev.ID
 		return fn(ev)
@@ -648,12 +649,8 @@ func (c *Client) transportError(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return &agentrunner.Error{Code: agentrunner.EUNAVAILABLE, Message: "the request was stopped", Err: ctx.Err()}
 	}
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		err = ue.Err // the message names the server already
-	}
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
+	err = neterr.Unwrap(err) // the message names the server already
+	if neterr.Classify(err) == neterr.Timeout {
 		return &agentrunner.Error{Code: agentrunner.EUNAVAILABLE, Message: fmt.Sprintf("the agentrunner server at %s did not answer in time", c.base), Err: redactErr{err, c.key}}
 	}
 	return &agentrunner.Error{Code: agentrunner.EUNAVAILABLE, Message: fmt.Sprintf("cannot reach the agentrunner server at %s", c.base), Err: redactErr{err, c.key}}
@@ -699,7 +696,7 @@ func (c *Client) answerError(resp *http.Response) error {
 	}
 	msg := fmt.Sprintf("%s %s: the server answered %s", resp.Request.Method, resp.Request.URL.Path, resp.Status)
 	if loc := resp.Header.Get("Location"); resp.StatusCode >= 300 && resp.StatusCode < 400 && loc != "" {
-		msg += fmt.Sprintf(", redirecting to %s; use that address as the server URL", clipText(redact(loc, c.key)))
+		msg += fmt.Sprintf(", redirecting to %s; use that address as the server URL", clip.String(redact(loc, c.key), snippetBytes))
 	} else if s := snippet(data, c.key); s != "" {
 		msg += fmt.Sprintf(" with %s (%s)", orUnknown(mediaType(resp)), s)
 	}
@@ -721,23 +718,8 @@ func knownCode(code string) bool {
 func snippet(data []byte, key string) string {
 	s := strings.ToValidUTF8(string(data), "?")
 	s = strings.Join(strings.FieldsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }), " ")
-	return clipText(redact(s, key))
+	return clip.String(redact(s, key), snippetBytes)
 }
-
-// clipText shortens a value quoted in an error.
-func clipText(s string) string {
-	if len(s) > snippetBytes {
-		cut := snippetBytes
-		for cut > 0 && !utfStart(s[cut]) {
-			cut--
-		}
-		return s[:cut] + "…"
-	}
-	return s
-}
-
-// utfStart reports whether b starts a UTF-8 sequence.
-func utfStart(b byte) bool { return b&0xC0 != 0x80 }
 
 func mediaType(resp *http.Response) string {
 	mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type"))

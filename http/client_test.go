@@ -632,6 +632,26 @@ func TestClientUnexpectedAnswers(t *testing.T) {
 		}
 	})
 
+	t.Run("no answer in time", func(t *testing.T) {
+		done := make(chan struct{})
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-r.Context().Done():
+			case <-done:
+			}
+		}))
+		defer srv.Close()
+		defer close(done)
+		c, err := arhttp.NewClient(srv.URL, key, &http.Client{Timeout: time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.Status(t.Context())
+		if agentrunner.ErrorCode(err) != agentrunner.EUNAVAILABLE || !strings.Contains(err.Error(), "the agentrunner server at "+srv.URL+" did not answer in time") {
+			t.Errorf("error %v, want unavailable saying %s did not answer in time", err, srv.URL)
+		}
+	})
+
 	t.Run("canceled", func(t *testing.T) {
 		c := clientFake(t, key, func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
 		ctx, cancel := context.WithCancel(t.Context())

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/internal/clip"
 )
 
 // crossOrigin is the standard library's check of Sec-Fetch-Site and
@@ -70,7 +71,7 @@ func checkLoopbackHost(r *http.Request) error {
 	}
 	return agentrunner.Errorf(agentrunner.EMISDIRECTED,
 		"Host %q is not this server: without credentials (server.auth) the API answers only requests addressed to a loopback name or address on the port it listens on (localhost, *.localhost, 127.0.0.0/8 or [::1]), such as %s; this keeps a web page whose name points at 127.0.0.1 (DNS rebinding) out. To serve other names, configure server.auth",
-		clip(r.Host), example)
+		clip.String(r.Host, maxQuoted), example)
 }
 
 // splitHost splits a Host header into its host, without brackets, and its
@@ -121,7 +122,7 @@ func checkOrigin(r *http.Request) error {
 	if err := crossOrigin.Check(r); err != nil {
 		return agentrunner.Errorf(agentrunner.EFORBIDDEN,
 			"cross-origin request refused (Origin %q, Sec-Fetch-Site %q): %s %s changes state and is accepted only from this server's own origin (http://%s) or from clients that are not browsers",
-			clip(origin), clip(site), r.Method, r.URL.Path, clip(r.Host))
+			clip.String(origin, maxQuoted), clip.String(site, maxQuoted), r.Method, r.URL.Path, clip.String(r.Host, maxQuoted))
 	}
 	ref := r.Header.Get("Referer")
 	if origin != "" || site != "" || ref == "" {
@@ -130,7 +131,7 @@ func checkOrigin(r *http.Request) error {
 	if u, err := url.Parse(ref); err != nil || u.Host != r.Host {
 		return agentrunner.Errorf(agentrunner.EFORBIDDEN,
 			"cross-origin request refused (Referer %q): %s %s changes state and is accepted only from this server's own origin (http://%s) or from clients that are not browsers",
-			clip(ref), r.Method, r.URL.Path, clip(r.Host))
+			clip.String(ref, maxQuoted), r.Method, r.URL.Path, clip.String(r.Host, maxQuoted))
 	}
 	return nil
 }
@@ -148,5 +149,5 @@ func checkContentType(r *http.Request) error {
 		return nil
 	}
 	return agentrunner.Errorf(agentrunner.EUNSUPPORTED,
-		"%s %s has a body of Content-Type %q; the API reads JSON only: send Content-Type: application/json", r.Method, r.URL.Path, clip(ct))
+		"%s %s has a body of Content-Type %q; the API reads JSON only: send Content-Type: application/json", r.Method, r.URL.Path, clip.String(ct, maxQuoted))
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/internal/clip"
 )
 
 // Runner is the graph scheduler as the API sees it: the API writes a
@@ -178,10 +179,10 @@ func runQuery(r *http.Request) (agentrunner.RunFilter, error) {
 	q := r.URL.Query()
 	f := agentrunner.RunFilter{Pipeline: q.Get("pipeline"), Status: agentrunner.RunStatus(q.Get("status")), Before: q.Get("before")}
 	if f.Status != "" && !slices.Contains(runStatuses, f.Status) {
-		return f, agentrunner.Errorf(agentrunner.EINVALID, "query parameter status: want queued, running, halted, completed, failed or aborted, got %q", clip(string(f.Status)))
+		return f, agentrunner.Errorf(agentrunner.EINVALID, "query parameter status: want queued, running, halted, completed, failed or aborted, got %q", clip.String(string(f.Status), maxQuoted))
 	}
 	if f.Before != "" && !runIDPattern.MatchString(f.Before) {
-		return f, agentrunner.Errorf(agentrunner.EINVALID, "query parameter before: want a run id, got %q", clip(f.Before))
+		return f, agentrunner.Errorf(agentrunner.EINVALID, "query parameter before: want a run id, got %q", clip.String(f.Before, maxQuoted))
 	}
 	var err error
 	f.Limit, err = limit(r)
@@ -214,7 +215,7 @@ func (s *Server) handleRuns(w http.ResponseWriter, r *http.Request) {
 func (s *Server) runOf(w http.ResponseWriter, r *http.Request) *agentrunner.Run {
 	id := r.PathValue("run")
 	if !runIDPattern.MatchString(id) {
-		s.writeError(w, r, agentrunner.Errorf(agentrunner.EINVALID, "run id: want letters, digits, _, - and ., got %q", clip(id)))
+		s.writeError(w, r, agentrunner.Errorf(agentrunner.EINVALID, "run id: want letters, digits, _, - and ., got %q", clip.String(id, maxQuoted)))
 		return nil
 	}
 	run, err := s.store.Run(r.Context(), id)
@@ -249,7 +250,7 @@ func (s *Server) handleRunSteps(w http.ResponseWriter, r *http.Request) {
 	case "", agentrunner.StepRunJoining, agentrunner.StepRunOpen, agentrunner.StepRunWaiting,
 		agentrunner.StepRunSucceeded, agentrunner.StepRunFailed, agentrunner.StepRunCanceled:
 	default:
-		s.writeError(w, r, agentrunner.Errorf(agentrunner.EINVALID, "query parameter status: want joining, open, waiting, succeeded, failed or canceled, got %q", clip(string(status))))
+		s.writeError(w, r, agentrunner.Errorf(agentrunner.EINVALID, "query parameter status: want joining, open, waiting, succeeded, failed or canceled, got %q", clip.String(string(status), maxQuoted)))
 		return
 	}
 	run := s.runOf(w, r)
@@ -341,7 +342,7 @@ func (s *Server) pipelineOf(w http.ResponseWriter, r *http.Request) *agentrunner
 	p := s.opts.Pipelines[name]
 	if p == nil {
 		names := slices.Sorted(maps.Keys(s.opts.Pipelines))
-		s.writeError(w, r, agentrunner.Errorf(agentrunner.ENOTFOUND, "no pipeline %q (pipelines: %s)", clip(name), orNoneText(strings.Join(names, ", "))))
+		s.writeError(w, r, agentrunner.Errorf(agentrunner.ENOTFOUND, "no pipeline %q (pipelines: %s)", clip.String(name, maxQuoted), orNoneText(strings.Join(names, ", "))))
 		return nil
 	}
 	return p
@@ -491,7 +492,7 @@ func (s *Server) gateStep(w http.ResponseWriter, r *http.Request, run *agentrunn
 	st := p.Steps[name]
 	switch {
 	case st == nil:
-		s.writeError(w, r, agentrunner.Errorf(agentrunner.ENOTFOUND, "pipeline %s has no step %q (steps: %s)", p.Name, clip(name), strings.Join(slices.Sorted(maps.Keys(p.Steps)), ", ")))
+		s.writeError(w, r, agentrunner.Errorf(agentrunner.ENOTFOUND, "pipeline %s has no step %q (steps: %s)", p.Name, clip.String(name, maxQuoted), strings.Join(slices.Sorted(maps.Keys(p.Steps)), ", ")))
 		return nil, nil
 	case st.Kind != agentrunner.KindGate:
 		s.writeError(w, r, agentrunner.Errorf(agentrunner.ECONFLICT, "step %s of run %s is a %s step, not a gate: it takes no decision", st.ID, run.ID, st.Kind))
@@ -509,13 +510,13 @@ func checkDecision(p *agentrunner.Pipeline, d GateDecision) error {
 		return agentrunner.Errorf(agentrunner.EUNPROCESSABLE, "decision route needs to: the step of pipeline %s to send the run to", p.Name)
 	case d.Decision == agentrunner.DecisionRoute && p.Steps[d.To] == nil && d.To != agentrunner.EndStep:
 		return agentrunner.Errorf(agentrunner.EUNPROCESSABLE, "to: pipeline %s has no step %q (steps: %s, or %s)",
-			p.Name, clip(d.To), strings.Join(slices.Sorted(maps.Keys(p.Steps)), ", "), agentrunner.EndStep)
+			p.Name, clip.String(d.To, maxQuoted), strings.Join(slices.Sorted(maps.Keys(p.Steps)), ", "), agentrunner.EndStep)
 	case d.Decision == agentrunner.DecisionApprove, d.Decision == agentrunner.DecisionReject:
 		if d.To != "" {
 			return agentrunner.Errorf(agentrunner.EUNPROCESSABLE, "to is for decision route only, not %s", d.Decision)
 		}
 	case d.Decision != agentrunner.DecisionRoute:
-		return agentrunner.Errorf(agentrunner.EUNPROCESSABLE, "decision: want approve, reject or route, got %q", clip(string(d.Decision)))
+		return agentrunner.Errorf(agentrunner.EUNPROCESSABLE, "decision: want approve, reject or route, got %q", clip.String(string(d.Decision), maxQuoted))
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/internal/clip"
 )
 
 // Timing of event streams.
@@ -34,7 +35,7 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 	if last := r.Header.Get("Last-Event-ID"); last != "" {
 		id, err := strconv.ParseInt(last, 10, 64)
 		if err != nil || id < 0 {
-			s.writeError(w, r, agentrunner.Errorf(agentrunner.EINVALID, "Last-Event-ID: want an event id, got %q", clip(last)))
+			s.writeError(w, r, agentrunner.Errorf(agentrunner.EINVALID, "Last-Event-ID: want an event id, got %q", clip.String(last, maxQuoted)))
 			return
 		}
 		f.AfterID, f.Since = id, time.Time{}

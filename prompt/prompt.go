@@ -7,8 +7,11 @@
 package prompt
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/agentrunner/agentrunner"
@@ -45,6 +48,26 @@ type Context struct {
 	// Inline holds the content of files given in the prompt itself instead
 	// of by path, keyed by path (a model agent with inline_inputs).
 	Inline map[string]string
+	// RunInputs are the input variables the run was started with.
+	RunInputs map[string]any
+}
+
+// runInputs lists the run's input variables, one "- name: value" line
+// each in name order; values that are not strings are JSON.
+func (c Context) runInputs(b *strings.Builder) {
+	if len(c.RunInputs) == 0 {
+		return
+	}
+	b.WriteString("## Run inputs\n\nThe run was started with these inputs:\n\n")
+	for _, k := range slices.Sorted(maps.Keys(c.RunInputs)) {
+		v, ok := c.RunInputs[k].(string)
+		if !ok {
+			j, _ := json.Marshal(c.RunInputs[k])
+			v = string(j)
+		}
+		fmt.Fprintf(b, "- %s: %s\n", k, strings.ReplaceAll(v, "\n", " "))
+	}
+	b.WriteString("\n")
 }
 
 // Build returns the assembled prompt.
@@ -74,6 +97,7 @@ func Build(c Context) string {
 	fmt.Fprintf(&b, "It holds the %d most recent messages for you, one JSON object per line, oldest first, each with id, time, from, kind (forward, backward, broadcast, inject, status), cycle_id and body. It may not exist yet. Read it before you start.\n\n", c.MaxMessages)
 	c.inline(&b, c.MailboxPath)
 
+	c.runInputs(&b)
 	b.WriteString("## Inputs\n\n")
 	if len(c.Inputs) == 0 {
 		b.WriteString("No input artifacts for this step.\n\n")

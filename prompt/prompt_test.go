@@ -211,7 +211,16 @@ func TestBuildContent(t *testing.T) {
 				"JSON Schema: " + bare.SchemaPath + "\n",
 				"validates against the schema",
 			},
-			lacks: []string{"You may use these tools", "### ", "Keep every heading"},
+			lacks: []string{"You may use these tools", "### ", "Keep every heading", "## Run inputs"},
+		},
+		{
+			name: "run inputs",
+			prompt: Build(func() Context {
+				c := bareContext()
+				c.RunInputs = map[string]any{"topic": "durable agents\nat scale", "pages": 3, "draft": true}
+				return c
+			}()),
+			has: []string{"## Run inputs\n\nThe run was started with these inputs:\n\n- draft: true\n- pages: 3\n- topic: durable agents at scale\n"},
 		},
 	}
 	for _, tt := range tests {

@@ -88,8 +88,8 @@ func benchRound(b *testing.B, p *agentrunner.Pipeline, runs int) (time.Duration,
 		Store: st, Pipelines: map[string]*agentrunner.Pipeline{p.Name: p}, MaxAttempts: runs,
 		Kinds:  map[string]agentrunner.StepKind{"sleep": sleepKind(50 * time.Millisecond)},
 		RunDir: func(p, id string) string { return filepath.Join(dir, "runs", p, id) },
-		AttemptDir: func(runDir, step string, n int) string {
-			return filepath.Join(runDir, fmt.Sprintf("%s-%d", step, n))
+		AttemptDir: func(runID, step string, n int) string {
+			return filepath.Join(dir, "attempts", runID, fmt.Sprintf("%s-%d", step, n))
 		},
 		OnEvent: func(ev *agentrunner.Event) {
 			if ev.Type == scheduler.EventRunCompleted && completed.Add(1) == int64(runs) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/graph"
 )
 
 // commands applies the operators' pending commands of the kinds the
@@ -96,9 +97,9 @@ func (s *Scheduler) applyDecision(ch *agentrunner.Change, rs *runState, ss *step
 	var targets []string
 	switch d.Action {
 	case agentrunner.DecisionApprove, agentrunner.DecisionReject:
-		targets = gateTargets(st, d.Action)
-		if targets == nil && d.Action == agentrunner.DecisionApprove {
-			return fmt.Errorf("gate %s has no way out for approve", st.ID)
+		var err error
+		if targets, err = graph.Successors(st, string(d.Action)); err != nil {
+			return err
 		}
 	case agentrunner.DecisionRoute:
 		if rs.pipeline.Steps[d.To] == nil && d.To != agentrunner.EndStep {
@@ -120,25 +121,6 @@ func (s *Scheduler) applyDecision(ch *agentrunner.Change, rs *runState, ss *step
 		return nil
 	}
 	s.succeed(ch, rs, ss, string(d.Action), "", targets)
-	return nil
-}
-
-// gateTargets is where approve or reject lead: the gate's route for that
-// label (or its otherwise), else, for approve, its next. nil: none.
-func gateTargets(st *agentrunner.Step, action agentrunner.DecisionAction) []string {
-	for _, r := range st.Routes {
-		if r.When == string(action) {
-			return []string{r.To}
-		}
-	}
-	for _, r := range st.Routes {
-		if r.Otherwise {
-			return []string{r.To}
-		}
-	}
-	if action == agentrunner.DecisionApprove && st.Next != "" {
-		return []string{st.Next}
-	}
 	return nil
 }
 

@@ -115,8 +115,8 @@ func (h *harness) run() {
 		Store: h.store, Pipelines: h.pipelines, Clock: h.clock, MaxAttempts: h.maxAtt,
 		Kinds:  map[string]agentrunner.StepKind{"script": h.kind, agentrunner.KindGate: &gate.Kind{Notify: true}},
 		RunDir: func(p, id string) string { return filepath.Join(h.dir, "runs", p, id) },
-		AttemptDir: func(runDir, step string, n int) string {
-			return filepath.Join(runDir, "attempts", fmt.Sprintf("%s-%d", step, n))
+		AttemptDir: func(runID, step string, n int) string {
+			return filepath.Join(h.dir, "attempts", runID, fmt.Sprintf("%s-%d", step, n))
 		},
 	})
 	if err != nil {

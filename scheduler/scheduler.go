@@ -46,9 +46,9 @@ type Options struct {
 	// Kinds run the attempts of steps, by step kind.
 	Kinds map[string]agentrunner.StepKind
 	// RunDir is the directory of a run; AttemptDir the scratch folder of
-	// one attempt.
+	// attempt n of a step of a run.
 	RunDir     func(pipeline, id string) string
-	AttemptDir func(runDir, step string, n int) string
+	AttemptDir func(runID, step string, n int) string
 	// MaxAttempts bounds the attempts running at once, across every run
 	// and pipeline; 0 means 64.
 	MaxAttempts int

@@ -209,7 +209,7 @@ func (s *Scheduler) newAttempt(ch *agentrunner.Change, rs *runState, ss *stepSta
 	att := &agentrunner.Attempt{
 		CycleID: rs.run.ID, Step: st.ID, Number: n, Visit: ss.sr.Visit, Agent: agentOf(st),
 		Status: agentrunner.AttemptRunning, StartedAt: now, RetryBase: retryBase,
-		Dir: s.opts.AttemptDir(rs.run.Dir, st.ID, n),
+		Dir: s.opts.AttemptDir(rs.run.ID, st.ID, n),
 	}
 	t := &task{rs: rs, ss: ss, att: att}
 	ss.att = att

@@ -6,7 +6,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/agentrunner/agentrunner/internal/clip"
 )
 
 // Redacted replaces a secret wherever it would be shown or recorded.
@@ -96,9 +97,6 @@ func truncate(s string, max int) string {
 	if len(s) <= max {
 		return s
 	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
+	cut := clip.Index(s, max)
 	return s[:cut] + "\n[truncated: the result has " + strconv.Itoa(len(s)) + " bytes; only the first " + strconv.Itoa(cut) + " are shown]"
 }

@@ -1,7 +1,9 @@
 // Package toolbox builds the tool registry from configuration: each
 // declared tool's built-in implementation, with the timeouts, retries and
 // breaker the configuration gives it, and the tools of external MCP
-// servers (FR-102/103).
+// servers (FR-102/103). Builtin is the table of tool kinds: a new kind's
+// package owns its settings type, and one entry there joins it to the
+// configuration and to the runner.
 package toolbox
 
 import (
@@ -32,42 +34,139 @@ type Deps struct {
 	// Account is the Execution Service client, nil when none is configured.
 	Account position.AccountReader
 	Now     func() time.Time
+	// Kinds are the kinds of tool that can be built; nil: Builtin().
+	Kinds Kinds
 }
 
-type builder func(cfg *config.Tool, d Deps) (tool.Spec, tool.Handler, error)
-
-// builtins are the implementations a declared tool's kind can name.
-var builtins = map[string]builder{
-	websearch.Kind: func(c *config.Tool, d Deps) (tool.Spec, tool.Handler, error) { return websearch.New(c, d.LookupEnv) },
-	webfetch.Kind:  func(c *config.Tool, d Deps) (tool.Spec, tool.Handler, error) { return webfetch.New(c, d.LookupEnv) },
-	bird.Kind: func(c *config.Tool, d Deps) (tool.Spec, tool.Handler, error) {
-		if err := bird.Check(c); err != nil {
-			return tool.Spec{}, nil, err
-		}
-		return bird.New(c)
-	},
-	position.Kind: func(c *config.Tool, d Deps) (tool.Spec, tool.Handler, error) {
-		if d.Account == nil {
-			return tool.Spec{}, nil, errors.New("current_position reads the Execution Service: set execution_service.url")
-		}
-		return position.New(c, d.Account, d.Now)
-	},
-	indicators.Kind: func(c *config.Tool, d Deps) (tool.Spec, tool.Handler, error) { return indicators.New(c, d.Now) },
+// Kind is one kind of tool: what its section in the configuration holds,
+// how it is built and what it needs from the environment. Its package
+// owns its settings; this table only joins them to the runner.
+type Kind struct {
+	// Config decodes and checks the kind's keys of a tool's section.
+	Config config.ToolKind
+	// Build makes a declared tool, whose Name is its key in tools.
+	Build func(cfg *config.Config, t *config.Tool, d Deps) (tool.Spec, tool.Handler, error)
+	// Needs lists the environment variables the tool cannot work without;
+	// nil: none.
+	Needs func(cfg *config.Config, t *config.Tool) []string
 }
 
-// resolve makes the paths a tool's configuration names absolute, relative
-// to the configuration file, and names the tool after its key, which the
-// constructor's spec takes (a configuration built in code may not have
-// set Name).
-func resolve(cfg *config.Config, name string, t *config.Tool) *config.Tool {
-	resolved := *t
-	resolved.Name = name
-	resolved.DataDir = cfg.Abs(t.DataDir)
-	return &resolved
+// Kinds are tool kinds by name.
+type Kinds map[string]Kind
+
+// Builtin returns the kinds of tool agentrunner has: the one place a kind
+// is registered.
+func Builtin() Kinds {
+	return Kinds{
+		websearch.Kind:  {Config: websearch.ToolKind(), Build: buildWebSearch, Needs: webSearchNeeds},
+		webfetch.Kind:   {Config: webfetch.ToolKind(), Build: buildWebFetch},
+		bird.Kind:       {Config: bird.ToolKind(), Build: buildBird},
+		position.Kind:   {Config: position.ToolKind(), Build: buildPosition, Needs: positionNeeds},
+		indicators.Kind: {Config: indicators.ToolKind(), Build: buildIndicators},
+	}
 }
 
-// Kinds lists the built-in tool kinds.
-func Kinds() []string { return slices.Sorted(maps.Keys(builtins)) }
+// Config returns what configuration loading needs of the kinds.
+func (k Kinds) Config() config.ToolKinds {
+	out := config.ToolKinds{}
+	for name, kind := range k {
+		out[name] = kind.Config
+	}
+	return out
+}
+
+// Names lists the kinds, sorted.
+func (k Kinds) Names() []string { return slices.Sorted(maps.Keys(k)) }
+
+// Load reads the configuration at path with the kinds' settings.
+func (k Kinds) Load(path string) (*config.Config, error) {
+	return config.LoadWith(path, config.Options{ToolKinds: k.Config()})
+}
+
+// settingsOf returns a tool's settings as its kind's type: nil (the
+// kind's defaults) when it has none, an error when they are of another
+// kind (a configuration built in code).
+func settingsOf[S config.ToolSettings](t *config.Tool) (S, error) {
+	var zero S
+	if t.Settings == nil {
+		return zero, nil
+	}
+	s, ok := t.Settings.(S)
+	if !ok {
+		return zero, fmt.Errorf("tool %q: settings are %T, not %T", t.Name, t.Settings, zero)
+	}
+	return s, nil
+}
+
+func buildWebSearch(_ *config.Config, t *config.Tool, d Deps) (tool.Spec, tool.Handler, error) {
+	s, err := settingsOf[*websearch.Settings](t)
+	if err != nil {
+		return tool.Spec{}, nil, err
+	}
+	return websearch.New(t, s, d.LookupEnv)
+}
+
+func webSearchNeeds(_ *config.Config, t *config.Tool) []string {
+	s, _ := settingsOf[*websearch.Settings](t)
+	return []string{s.KeyEnv()}
+}
+
+func buildWebFetch(_ *config.Config, t *config.Tool, d Deps) (tool.Spec, tool.Handler, error) {
+	s, err := settingsOf[*webfetch.Settings](t)
+	if err != nil {
+		return tool.Spec{}, nil, err
+	}
+	return webfetch.New(t, s, d.LookupEnv)
+}
+
+func buildBird(_ *config.Config, t *config.Tool, _ Deps) (tool.Spec, tool.Handler, error) {
+	s, err := settingsOf[*bird.Settings](t)
+	if err != nil {
+		return tool.Spec{}, nil, err
+	}
+	if err := bird.Check(s); err != nil {
+		return tool.Spec{}, nil, err
+	}
+	return bird.New(t, s)
+}
+
+func buildPosition(_ *config.Config, t *config.Tool, d Deps) (tool.Spec, tool.Handler, error) {
+	if d.Account == nil {
+		return tool.Spec{}, nil, errors.New("current_position reads the Execution Service: set execution_service.url")
+	}
+	s, err := settingsOf[*position.Settings](t)
+	if err != nil {
+		return tool.Spec{}, nil, err
+	}
+	return position.New(t, s, d.Account, d.Now)
+}
+
+// positionNeeds: the tool reads the Execution Service with its token.
+func positionNeeds(cfg *config.Config, _ *config.Tool) []string {
+	if cfg.ExecutionService.TokenEnv == "" {
+		return nil
+	}
+	return []string{cfg.ExecutionService.TokenEnv}
+}
+
+// buildIndicators resolves data_dir against the configuration's directory.
+func buildIndicators(cfg *config.Config, t *config.Tool, d Deps) (tool.Spec, tool.Handler, error) {
+	s, err := settingsOf[*indicators.Settings](t)
+	if err != nil || s == nil {
+		return tool.Spec{}, nil, err
+	}
+	resolved := *s
+	resolved.DataDir = cfg.Abs(s.DataDir)
+	return indicators.New(t, &resolved, d.Now)
+}
+
+// named returns the tool under its key, which the constructor's spec
+// takes (a configuration built in code may not have set Name).
+func named(name string, t *config.Tool) *config.Tool {
+	cp := *t
+	cp.Name = name
+	return &cp
+}
 
 // InUse returns the tools that agents able to call tools (model and process
 // agents) may use: only these are built, so an offline workspace on mock
@@ -108,6 +207,7 @@ func (b *Box) Close() error {
 // schema that compiles, used or not; a problem names the tool's key in the
 // configuration. The error is config.Problems.
 func Build(ctx context.Context, cfg *config.Config, only []string, d Deps) (*Box, error) {
+	kinds := d.kinds()
 	box := &Box{Registry: tool.NewRegistry()}
 	var problems config.Problems
 	add := func(key string, err error) {
@@ -121,9 +221,9 @@ func Build(ctx context.Context, cfg *config.Config, only []string, d Deps) (*Box
 		if t == nil {
 			continue // reported by the configuration's validation
 		}
-		build, ok := builtins[t.Kind]
+		kind, ok := kinds[t.Kind]
 		if !ok {
-			add(key+".kind", fmt.Errorf("no implementation of kind %q (built-in kinds: %s)", t.Kind, strings.Join(Kinds(), ", ")))
+			add(key+".kind", fmt.Errorf("no implementation of kind %q (built-in kinds: %s)", t.Kind, strings.Join(kinds.Names(), ", ")))
 			continue
 		}
 		if !wanted(name) {
@@ -135,7 +235,7 @@ func Build(ctx context.Context, cfg *config.Config, only []string, d Deps) (*Box
 			}
 			continue
 		}
-		spec, h, err := build(resolve(cfg, name, t), d)
+		spec, h, err := kind.Build(cfg, named(name, t), d)
 		if err != nil {
 			add(key, err)
 			continue
@@ -158,6 +258,14 @@ func Build(ctx context.Context, cfg *config.Config, only []string, d Deps) (*Box
 		return nil, problems
 	}
 	return box, nil
+}
+
+// kinds returns the kinds to build with.
+func (d Deps) kinds() Kinds {
+	if d.Kinds == nil {
+		return Builtin()
+	}
+	return d.Kinds
 }
 
 func notBuilt(name string) tool.Handler {
@@ -253,19 +361,15 @@ func Describe(ctx context.Context, cfg *config.Config, d Deps) []Info {
 // API key, the Execution Service token, an MCP server's bearer token. A
 // process agent's tools run in the agent's environment (its CLI starts
 // `agentrunner mcp`), so each must be passed to the agent.
-func Needs(cfg *config.Config, name string) []string {
+func Needs(cfg *config.Config, kinds Kinds, name string) []string {
 	if t := cfg.Tools[name]; t != nil {
-		var needs []string
-		switch {
-		case t.APIKeyEnv != "":
-			needs = append(needs, t.APIKeyEnv)
-		case t.Kind == websearch.Kind:
-			needs = append(needs, websearch.DefaultAPIKeyEnv)
+		if kinds == nil {
+			kinds = Builtin()
 		}
-		if t.Kind == position.Kind && cfg.ExecutionService.TokenEnv != "" {
-			needs = append(needs, cfg.ExecutionService.TokenEnv)
+		if k, ok := kinds[t.Kind]; ok && k.Needs != nil {
+			return k.Needs(cfg, t)
 		}
-		return needs
+		return nil
 	}
 	for _, server := range slices.Sorted(maps.Keys(cfg.MCPServers)) {
 		m := cfg.MCPServers[server]

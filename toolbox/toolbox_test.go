@@ -12,6 +12,7 @@ import (
 	"github.com/agentrunner/agentrunner/config"
 	"github.com/agentrunner/agentrunner/examples/crypton"
 	"github.com/agentrunner/agentrunner/tool"
+	"github.com/agentrunner/agentrunner/tool/indicators"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -21,7 +22,7 @@ func example(t *testing.T, provider string) *config.Config {
 	if _, err := crypton.Write(dir, true, provider); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := config.Load(filepath.Join(dir, config.FileName))
+	cfg, err := Builtin().Load(filepath.Join(dir, config.FileName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +67,8 @@ func TestBuildNamesWhatIsMissing(t *testing.T) {
 func TestBuildAppliesTheConfiguration(t *testing.T) {
 	cfg := example(t, "mock")
 	ti := cfg.Tools["technical_indicators"]
-	ti.Provider, ti.DataDir = "csv", "market-data" // relative: to the configuration file
+	set := ti.Settings.(*indicators.Settings)
+	set.Provider, set.DataDir = "csv", "market-data" // relative: to the configuration file
 	// Values unlike the implementation's defaults, so the test sees where
 	// each one comes from.
 	four := 4

@@ -9,11 +9,14 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/agentrunner/agentrunner/internal/clip"
+	"github.com/agentrunner/agentrunner/internal/neterr"
+	"github.com/agentrunner/agentrunner/internal/retryafter"
 )
 
 // Headers of a delivery besides SignatureHeader.
@@ -74,7 +77,7 @@ func NewSender(rawURL string, secret []byte, timeout time.Duration) (*Sender, er
 	}
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":
-		return nil, fmt.Errorf("webhook URL: scheme must be http or https, got %q", clip(u.Scheme, 20))
+		return nil, fmt.Errorf("webhook URL: scheme must be http or https, got %q", clip.String(u.Scheme, 20))
 	case u.Host == "" || u.Hostname() == "":
 		return nil, errors.New("webhook URL: host is missing")
 	case u.User != nil:
@@ -159,7 +162,7 @@ func (e *DeliveryError) Unwrap() error { return e.err }
 // delivered (nil); anything else is a *DeliveryError saying whether to try
 // again. A body that breaks the contract is refused before anything is sent.
 func (s *Sender) Deliver(ctx context.Context, id, kind string, body []byte, now time.Time) error {
-	what := fmt.Sprintf("deliver webhook event %q (kind %q) to %s", clip(id, 80), clip(kind, 40), s.target)
+	what := fmt.Sprintf("deliver webhook event %q (kind %q) to %s", clip.String(id, 80), clip.String(kind, 40), s.target)
 	if err := checkDelivery(id, kind, body, now); err != nil {
 		return s.fail(false, what, err)
 	}
@@ -192,7 +195,8 @@ func (s *Sender) Deliver(ctx context.Context, id, kind string, body []byte, now 
 	switch {
 	case code == http.StatusRequestTimeout, code == http.StatusTooManyRequests, code >= 500:
 		e.Retryable = true
-		if wait, ok := retryAfter(resp.Header.Get("Retry-After"), now); ok {
+		if wait, ok := retryafter.Parse(resp.Header.Get("Retry-After"), now); ok {
+			wait = min(wait, maxRetryAfter)
 			e.RetryAfter = wait
 			e.msg += fmt.Sprintf(", retry after %s", wait)
 		}
@@ -250,35 +254,8 @@ func checkDelivery(id, kind string, body []byte, now time.Time) error {
 // net/http puts in front of a transport error is dropped, and the rest of
 // its text redacted; the cause stays wrapped for errors.Is.
 func (s *Sender) fail(retryable bool, what string, err error) *DeliveryError {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		err = ue.Err
-	}
+	err = neterr.Unwrap(err)
 	return &DeliveryError{Retryable: retryable, msg: what, err: err, cause: s.clean(err.Error(), false)}
-}
-
-// retryAfter reads a Retry-After header: seconds, or an HTTP date relative
-// to now.
-func retryAfter(v string, now time.Time) (time.Duration, bool) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0, false
-	}
-	var d time.Duration
-	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if secs <= 0 {
-			return 0, false
-		}
-		d = time.Duration(min(secs, int64(maxRetryAfter/time.Second))) * time.Second
-	} else if t, err := http.ParseTime(v); err == nil {
-		d = t.Sub(now)
-	} else {
-		return 0, false
-	}
-	if d <= 0 {
-		return 0, false
-	}
-	return min(d, maxRetryAfter), true
 }
 
 // clean makes text from outside safe for one log line: the hidden texts
@@ -303,5 +280,5 @@ func (s *Sender) clean(t string, cut bool) string {
 		}
 		return r
 	}, t)
-	return clip(strings.Join(strings.Fields(t), " "), maxSnippet)
+	return clip.String(strings.Join(strings.Fields(t), " "), maxSnippet)
 }

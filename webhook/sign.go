@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/agentrunner/agentrunner/internal/clip"
 )
 
 // SignatureHeader carries Sign's value on every delivery.
@@ -112,7 +114,7 @@ func parseSignature(header string) (ts string, sigs [][]byte, err error) {
 			}
 			haveT = true
 			if !isDigits(value) || len(value) > 18 {
-				return "", nil, fmt.Errorf("t is not a Unix time in seconds (%q)", clip(value, 24))
+				return "", nil, fmt.Errorf("t is not a Unix time in seconds (%q)", clip.String(value, 24))
 			}
 			ts = value
 		case "v1":

@@ -16,6 +16,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/agentrunner/agentrunner/internal/clip"
 )
 
 // Event kinds. Receivers must ignore kinds they do not know, so new ones
@@ -95,10 +97,10 @@ type Event struct {
 // the contract, saying which field is wrong.
 func (e Event) Body() ([]byte, error) {
 	if err := e.validate(); err != nil {
-		return nil, fmt.Errorf("webhook event %q (kind %q): %w", clip(e.ID, 80), clip(e.Kind, 40), err)
+		return nil, fmt.Errorf("webhook event %q (kind %q): %w", clip.String(e.ID, 80), clip.String(e.Kind, 40), err)
 	}
 	e.Time = e.Time.UTC()
-	e.Error = clip(e.Error, MaxErrorBytes)
+	e.Error = clip.String(e.Error, MaxErrorBytes)
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	// Error messages and paths stay readable in the raw body ("->", "<nil>").
@@ -143,7 +145,7 @@ func (e *Event) validate() error {
 	switch e.Policy {
 	case "", PolicyHalt, PolicySkip, PolicyFail:
 	default:
-		return fmt.Errorf("policy %q is not %q, %q or %q", clip(e.Policy, 40), PolicyHalt, PolicySkip, PolicyFail)
+		return fmt.Errorf("policy %q is not %q, %q or %q", clip.String(e.Policy, 40), PolicyHalt, PolicySkip, PolicyFail)
 	}
 	if e.Fallback != "" && e.Policy != PolicySkip {
 		return fmt.Errorf("fallback is set but policy is %q; only %q uses a fallback artifact", e.Policy, PolicySkip)
@@ -172,7 +174,7 @@ func checkKind(kind string) error {
 		c := kind[i]
 		letter := c >= 'a' && c <= 'z'
 		if !letter && (i == 0 || (c < '0' || c > '9') && c != '_' && c != '.') {
-			return fmt.Errorf("kind %q: character %d is not allowed (lowercase letters, digits, '_' and '.', starting with a letter)", clip(kind, 40), i+1)
+			return fmt.Errorf("kind %q: character %d is not allowed (lowercase letters, digits, '_' and '.', starting with a letter)", clip.String(kind, 40), i+1)
 		}
 	}
 	return nil
@@ -197,16 +199,4 @@ func checkID(id string) error {
 		return errors.New("id starts or ends with a space")
 	}
 	return nil
-}
-
-// clip shortens s to at most n bytes plus an ellipsis, on a rune boundary.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	i := n
-	for i > 0 && s[i]&0xc0 == 0x80 {
-		i--
-	}
-	return s[:i] + "…"
 }

@@ -31,6 +31,10 @@ func (l Layout) Cycle(id string) string { return filepath.Join(l.Root, "cycles",
 // History holds archived cycles (FR-038).
 func (l Layout) History() string { return filepath.Join(l.Root, "cycles", "history") }
 
+// Run is the directory of a run of a graph pipeline (pipelines:); the
+// learning loop's runs are its cycles, under Cycle.
+func (l Layout) Run(pipeline, id string) string { return filepath.Join(l.Root, "runs", pipeline, id) }
+
 // Attempt is the scratch folder of one attempt.
 func (l Layout) Attempt(cycleID, step string, n int) string {
 	return filepath.Join(l.Root, "attempts", cycleID, fmt.Sprintf("%s-%d", step, n))

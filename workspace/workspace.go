@@ -22,8 +22,10 @@ import (
 
 // Workspace is a loaded configuration with its files.
 type Workspace struct {
-	Config  *config.Config
-	Layout  Layout
+	Config *config.Config
+	Layout Layout
+	// Machine is the learning loop's state machine; nil in a workspace of
+	// graphs only (pipelines:, run by the graph scheduler).
 	Machine *statemachine.Machine
 	// Agents holds each agent's loaded files, by agent name.
 	Agents map[string]*Agent
@@ -115,8 +117,10 @@ func Load(cfg *config.Config) (*Workspace, error) {
 	l.deliveries(w)
 	// A configuration that failed validation still gets its files checked
 	// (validate reports everything at once); its graph may be broken.
-	if w.Machine, err = cfg.Machine(); err != nil {
-		l.add("pipeline", "%v", err)
+	if cfg.HasLoop() {
+		if w.Machine, err = cfg.Machine(); err != nil {
+			l.add("pipeline", "%v", err)
+		}
 	}
 	if len(l.problems) > 0 {
 		return nil, l.problems

@@ -125,7 +125,7 @@ func serverOfConfig(path string, explicit bool) (string, error) {
 	if _, err := os.Stat(path); err == nil {
 		// Only server.listen is needed, so problems elsewhere in a file
 		// that decodes (a missing template, say) do not stop the client.
-		cfg, err := config.Load(path)
+		cfg, err := loadConfig(path)
 		if cfg == nil {
 			return "", err
 		}

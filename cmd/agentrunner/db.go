@@ -60,7 +60,7 @@ serve runs. It reads every page, so it takes longer than the quick check every c
 runs before opening the database. Exit status 0: sound; 1: damaged or unusable.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := config.Load(path)
+			cfg, err := loadConfig(path)
 			if err != nil {
 				return err
 			}
@@ -108,7 +108,7 @@ SQLite's VACUUM INTO into a temporary file, fsynced, checked with quick_check, t
 FILE must not exist.`,
 		Args: usageArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := config.Load(path)
+			cfg, err := loadConfig(path)
 			if err != nil {
 				return err
 			}
@@ -139,7 +139,7 @@ of the backup atomically in its place. It refuses while a runner holds the works
 serve first. What was recorded after the backup was taken is lost.`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := config.Load(path)
+			cfg, err := loadConfig(path)
 			if err != nil {
 				return err
 			}

@@ -34,7 +34,7 @@ each step as it happens. Nothing leaves this machine.`,
 			}
 			defer es.Close()
 
-			cfg, err := config.Load(filepath.Join(dir, config.FileName))
+			cfg, err := loadConfig(filepath.Join(dir, config.FileName))
 			if err != nil {
 				return err
 			}

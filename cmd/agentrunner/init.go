@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/agentrunner/agentrunner/examples"
+	"github.com/agentrunner/agentrunner/examples/review"
 
 	"github.com/agentrunner/agentrunner/examples/crypton"
 	"github.com/spf13/cobra"
@@ -10,15 +12,28 @@ import (
 
 func newInitCommand() *cobra.Command {
 	var force bool
-	var provider string
+	var provider, example string
 	cmd := &cobra.Command{
 		Use:   "init DIR",
-		Short: "Write the example workspace (the Crypton learning loop) into DIR",
-		Long: `init writes the example workspace into DIR. --provider sets every agent's provider:
-mock (offline, the default), openai, anthropic, or process (the Claude Code CLI, with the
-runner's tools over MCP). The workspace is ready to run once the provider's key is set.`,
+		Short: "Write an example workspace (by default the Crypton learning loop) into DIR",
+		Long: `init writes an example workspace into DIR. --example chooses it: crypton (the learning
+loop, the default) or review (a review loop whose cap opens a gate for a person, run by
+agentrunner serve and started with agentrunner start review). For crypton, --provider sets
+every agent's provider: mock (offline, the default), openai, anthropic, or process (the
+Claude Code CLI, with the runner's tools over MCP). The workspace is ready to run once the
+provider's key is set.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			switch example {
+			case "crypton":
+			case "review":
+				if cmd.Flags().Changed("provider") {
+					return usageError(errors.New("--provider applies to the crypton example; the review example's agents are scripts (see its agentrunner.yaml)"))
+				}
+				return initReview(cmd, args[0], force)
+			default:
+				return usageError(fmt.Errorf("--example %q: choose crypton or review", example))
+			}
 			if _, ok := crypton.Providers[provider]; !ok {
 				return usageError(fmt.Errorf("--provider %q: choose mock, openai, anthropic or process", provider))
 			}
@@ -45,7 +60,28 @@ runner's tools over MCP). The workspace is ready to run once the provider's key 
 	}
 	cmd.Flags().BoolVar(&force, "force", false, "overwrite files that already exist")
 	cmd.Flags().StringVar(&provider, "provider", "mock", "provider of every agent: mock, openai, anthropic or process")
+	cmd.Flags().StringVar(&example, "example", "crypton", "the example: crypton or review")
 	return cmd
+}
+
+// initReview writes the review example and says how to run it.
+func initReview(cmd *cobra.Command, dir string, force bool) error {
+	written, err := review.Write(dir, force)
+	var exists *examples.ExistsError
+	if errors.As(err, &exists) {
+		return usageError(err)
+	}
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	fmt.Fprintf(out, "wrote %d files into %s (a review loop whose agents are the scripts in agents/):\n", len(written), dir)
+	for _, f := range written {
+		fmt.Fprintf(out, "  %s\n", f)
+	}
+	fmt.Fprintf(out, "next: cd %s && agentrunner serve, then in another terminal:\n", dir)
+	fmt.Fprintln(out, "  agentrunner start review --input topic=\"durable agents\"; agentrunner gates; agentrunner approve RUN decide -m \"ship it\"")
+	return nil
 }
 
 // writeExample writes the embedded example workspace into dir with every
@@ -53,7 +89,7 @@ runner's tools over MCP). The workspace is ready to run once the provider's key 
 // error unless overwrite.
 func writeExample(dir string, overwrite bool, provider string) ([]string, error) {
 	files, err := crypton.Write(dir, overwrite, provider)
-	var exists *crypton.ExistsError
+	var exists *examples.ExistsError
 	if errors.As(err, &exists) {
 		return nil, usageError(err)
 	}

@@ -31,7 +31,7 @@ it for process agents through the MCP configuration it writes for each attempt (
 --cycle, --step and --attempt say which attempt the calls belong to.`,
 		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := config.Load(path)
+			cfg, err := loadConfig(path)
 			if err != nil {
 				return err
 			}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/agentrunner/agentrunner"
-	"github.com/agentrunner/agentrunner/config"
 	arhttp "github.com/agentrunner/agentrunner/http"
 	"github.com/spf13/cobra"
 )
@@ -32,7 +31,7 @@ API key in $AGENTRUNNER_API_KEY, and the operator is the key's name.`,
 				}
 				return resumeRemote(cmd, s, from, note)
 			}
-			cfg, err := config.Load(path)
+			cfg, err := loadConfig(path)
 			if err != nil {
 				return err
 			}

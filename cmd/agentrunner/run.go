@@ -42,7 +42,10 @@ the cycle completed. Without --once it runs cycles on schedule until interrupted
 			defer r.Close()
 			if !once {
 				r.background(cmd.Context())
-				return failureError(r.engine.Run(cmd.Context()))
+				return failureError(r.run(cmd.Context()))
+			}
+			if r.engine == nil {
+				return usageError(errors.New("--once runs one cycle of the learning loop (pipeline:), which this workspace does not have; start runs of its pipelines with agentrunner start PIPELINE while agentrunner serve runs"))
 			}
 			c, err := r.engine.RunOnce(cmd.Context())
 			r.flush(cmd.Context())
@@ -126,16 +129,20 @@ Logs are JSON lines on stderr.`,
 			if err != nil {
 				return failureError(err)
 			}
-			srv, err := arhttp.New(arhttp.Options{
+			opts := arhttp.Options{
 				Store: r.store, Config: cfg, Logger: log, Auth: auth, Mailboxes: boxes,
 				Tools: r.box.Registry.Specs(), ToolStats: r.tools.Stats, Metrics: r.metrics.Handler(),
-				Wake: r.engine.Wake, Engine: r.engine,
-			})
+				Wake: r.wake,
+			}
+			if r.engine != nil {
+				opts.Engine = r.engine
+			}
+			srv, err := arhttp.New(opts)
 			if err != nil {
 				return failureError(err)
 			}
 			if callbackSecret != nil {
-				srv.WithCallback(callbackSecret, r.engine.Wake)
+				srv.WithCallback(callbackSecret, r.wake)
 			}
 			r.metrics.WatchConnections(func() metrics.Connections { return metrics.Connections(srv.ConnStats()) })
 			ln, err := net.Listen("tcp", listen)
@@ -155,7 +162,7 @@ Logs are JSON lines on stderr.`,
 			}
 			errc := make(chan error, 1)
 			go func() { errc <- srv.Serve(ctx, ln) }()
-			runErr := r.engine.Run(ctx)
+			runErr := r.run(ctx)
 			cancel()
 			return failureError(errors.Join(runErr, <-errc))
 		},

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/agentrunner/agentrunner"
-	"github.com/agentrunner/agentrunner/config"
 	"github.com/agentrunner/agentrunner/engine"
 	"github.com/spf13/cobra"
 )
@@ -35,7 +34,7 @@ $AGENTRUNNER_API_KEY.`,
 				}
 				return printStatus(cmd.OutOrStdout(), st, asJSON)
 			}
-			cfg, err := config.Load(path)
+			cfg, err := loadConfig(path)
 			if err != nil {
 				return err
 			}

@@ -50,7 +50,7 @@ func newToolsListCommand() *cobra.Command {
 		Short: "List every declared tool and every tool of the MCP servers, and whether each can be built",
 		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := config.Load(path)
+			cfg, err := loadConfig(path)
 			if err != nil {
 				return err
 			}
@@ -116,7 +116,7 @@ use: schema validation, timeout, retries, circuit breaker. The call is recorded 
 the workspace's state database. Exit status 1 when the result is an error.`,
 		Args: usageArgs(cobra.RangeArgs(1, 2)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := config.Load(path)
+			cfg, err := loadConfig(path)
 			if err != nil {
 				return err
 			}

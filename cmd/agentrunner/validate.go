@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -24,7 +25,7 @@ func newValidateCommand() *cobra.Command {
 template and JSON Schema, and reports every problem it finds. Exit status 1 if any.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := config.Load(path)
+			cfg, err := loadConfig(path)
 			var problems config.Problems
 			if err != nil && !errors.As(err, &problems) {
 				return failureError(err)
@@ -41,7 +42,7 @@ template and JSON Schema, and reports every problem it finds. Exit status 1 if a
 			}
 			keys, kp := providerKeys(cfg, os.LookupEnv)
 			problems = append(problems, kp...)
-			_, rp := buildRuntimes(cfg, ws, nil, agentrunner.SystemClock{}, keys)
+			_, rp := buildRuntimes(cfg, nil, agentrunner.SystemClock{}, keys)
 			problems = append(problems, rp...)
 			es, err := buildExec(cfg, os.LookupEnv)
 			if err != nil {
@@ -75,8 +76,14 @@ template and JSON Schema, and reports every problem it finds. Exit status 1 if a
 				}
 				return failureError(once)
 			}
-			steps := ws.Machine.Steps()
-			fmt.Fprintf(cmd.OutOrStdout(), "%s is valid: %d agents, pipeline %s → end\n", path, len(ws.Agents), strings.Join(steps, " → "))
+			fmt.Fprintf(cmd.OutOrStdout(), "%s is valid: %d agents", path, len(ws.Agents))
+			if ws.Machine != nil {
+				fmt.Fprintf(cmd.OutOrStdout(), ", pipeline %s → end", strings.Join(ws.Machine.Steps(), " → "))
+			}
+			for _, name := range slices.Sorted(maps.Keys(cfg.Pipelines)) {
+				fmt.Fprintf(cmd.OutOrStdout(), ", pipeline %s (%d steps, from %s)", name, len(cfg.Pipelines[name].Steps), cfg.Pipelines[name].Start)
+			}
+			fmt.Fprintln(cmd.OutOrStdout())
 			return nil
 		},
 	}

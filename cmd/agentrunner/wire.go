@@ -3,7 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"github.com/agentrunner/agentrunner/mailbox"
+	"github.com/agentrunner/agentrunner/scheduler"
+	"github.com/agentrunner/agentrunner/step/agent"
+	"github.com/agentrunner/agentrunner/step/gate"
 	"log/slog"
 	"maps"
 	"os"
@@ -28,9 +33,13 @@ import (
 	"github.com/agentrunner/agentrunner/workspace"
 )
 
+// loadConfig reads the configuration with the settings of the tool kinds
+// this program builds.
+func loadConfig(path string) (*config.Config, error) { return toolbox.Builtin().Load(path) }
+
 // loadWorkspace reads the configuration and every file it names.
 func loadWorkspace(path string) (*workspace.Workspace, error) {
-	cfg, err := config.Load(path)
+	cfg, err := loadConfig(path)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +97,7 @@ func buildModel(cfg *config.Config, name, key string) (llm.Model, error) {
 // buildRuntimes makes the runtime of every provider an agent uses, with the
 // model providers' keys from providerKeys. tools may be nil to only check
 // the providers (validate).
-func buildRuntimes(cfg *config.Config, ws *workspace.Workspace, tools *tool.Executor, clock agentrunner.Clock, keys map[string]string) (map[string]agentrunner.Runtime, config.Problems) {
+func buildRuntimes(cfg *config.Config, tools *tool.Executor, clock agentrunner.Clock, keys map[string]string) (map[string]agentrunner.Runtime, config.Problems) {
 	runtimes := map[string]agentrunner.Runtime{}
 	var problems config.Problems
 	for _, name := range usedProviders(cfg) {
@@ -117,7 +126,7 @@ func buildRuntimes(cfg *config.Config, ws *workspace.Workspace, tools *tool.Exec
 				problems = append(problems, problem(cfg, "providers."+name, err))
 				continue
 			}
-			runtimes[name] = model.New(m, ws, tools, key)
+			runtimes[name] = model.New(m, tools, key)
 		}
 	}
 	return runtimes, problems
@@ -150,7 +159,7 @@ func processToolKeys(cfg *config.Config, provider string) config.Problems {
 			continue
 		}
 		for i, t := range a.Tools {
-			for _, need := range toolbox.Needs(cfg, t) {
+			for _, need := range toolbox.Needs(cfg, nil, t) {
 				if !slices.Contains(passed, need) && !slices.Contains(a.Env.Pass, need) {
 					problems = append(problems, problem(cfg, fmt.Sprintf("agents.%s.tools[%d]", name, i), fmt.Errorf(
 						"%s needs %s, which this process agent's env does not pass: its tools run in its environment; "+
@@ -186,9 +195,11 @@ func buildExec(cfg *config.Config, lookupEnv func(string) (string, bool)) (*exec
 // they are redacted wherever a call would show them.
 func toolSecrets(cfg *config.Config, lookupEnv func(string) (string, bool)) []string {
 	var secrets []string
-	for _, t := range cfg.Tools {
-		if v, _ := lookupEnv(t.APIKeyEnv); t.APIKeyEnv != "" && v != "" {
-			secrets = append(secrets, v)
+	for _, name := range slices.Sorted(maps.Keys(cfg.Tools)) {
+		for _, need := range toolbox.Needs(cfg, nil, name) {
+			if v, _ := lookupEnv(need); v != "" {
+				secrets = append(secrets, v)
+			}
 		}
 	}
 	for _, m := range cfg.MCPServers {
@@ -213,6 +224,8 @@ type runner struct {
 	box    *toolbox.Box
 	tools  *tool.Executor
 	engine *engine.Engine
+	// sched runs the runs of pipelines:; nil when there are none.
+	sched *scheduler.Scheduler
 	// es is the Execution Service, nil when none is configured.
 	es *execsvc.Client
 	// dispatcher delivers webhooks and safe-mode orders from the outbox.
@@ -286,7 +299,7 @@ func openRunner(ctx context.Context, ws *workspace.Workspace, clock agentrunner.
 		record(ev)
 		r.metrics.Observe(ev)
 	}})
-	runtimes, problems := buildRuntimes(cfg, ws, r.tools, clock, keys)
+	runtimes, problems := buildRuntimes(cfg, r.tools, clock, keys)
 	if len(problems) > 0 {
 		return nil, problems
 	}
@@ -294,14 +307,19 @@ func openRunner(ctx context.Context, ws *workspace.Workspace, clock agentrunner.
 	if err != nil {
 		return nil, fmt.Errorf("find the agentrunner executable for process agents' MCP server: %w", err)
 	}
-	opts := engine.Options{
-		Workspace: ws, Store: r.store, Runtimes: runtimes, Clock: clock, Logger: log, OnEvent: observe, MCPCommand: self,
-		Reload: func() (*workspace.Workspace, error) { return loadWorkspace(cfg.Path) },
+	if cfg.HasLoop() {
+		opts := engine.Options{
+			Workspace: ws, Store: r.store, Runtimes: runtimes, Clock: clock, Logger: log, OnEvent: observe, MCPCommand: self,
+			Reload: func() (*workspace.Workspace, error) { return loadWorkspace(cfg.Path) },
+		}
+		if es != nil {
+			opts.Exec = es
+		}
+		if r.engine, err = engine.New(opts); err != nil {
+			return nil, err
+		}
 	}
-	if es != nil {
-		opts.Exec = es
-	}
-	if r.engine, err = engine.New(opts); err != nil {
+	if r.sched, err = buildScheduler(ws, r.store, runtimes, clock, log, observe, self); err != nil {
 		return nil, err
 	}
 	deliver, err := deliverers(cfg, es, lookupEnv)
@@ -310,6 +328,73 @@ func openRunner(ctx context.Context, ws *workspace.Workspace, clock agentrunner.
 	}
 	r.dispatcher = &engine.Dispatcher{Store: r.store, Clock: clock, Log: log, Deliver: deliver, OnEvent: observe}
 	return r, nil
+}
+
+// run runs the loop engine and the graph scheduler, whichever the
+// workspace has, until ctx ends (nil) or one of them fails, which stops
+// the other.
+func (r *runner) run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var loops []func(context.Context) error
+	if r.engine != nil {
+		loops = append(loops, r.engine.Run)
+	}
+	if r.sched != nil {
+		loops = append(loops, r.sched.Run)
+	}
+	errc := make(chan error, len(loops))
+	for _, loop := range loops {
+		go func() { errc <- loop(ctx) }()
+	}
+	var errs []error
+	for range loops {
+		if err := <-errc; err != nil {
+			errs = append(errs, err)
+			cancel()
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// wake tells the loop engine and the scheduler that a command was written.
+func (r *runner) wake() {
+	if r.engine != nil {
+		r.engine.Wake()
+	}
+	if r.sched != nil {
+		r.sched.Wake()
+	}
+}
+
+// buildScheduler returns the graph scheduler of the workspace's
+// pipelines: (nil when it has none), with the agent and gate step kinds.
+func buildScheduler(ws *workspace.Workspace, store *sqlite.Store, runtimes map[string]agentrunner.Runtime, clock agentrunner.Clock, log *slog.Logger, observe func(*agentrunner.Event), self string) (*scheduler.Scheduler, error) {
+	cfg := ws.Config
+	graphs := cfg.Graphs()
+	if len(graphs) == 0 {
+		return nil, nil
+	}
+	boxes, err := mailbox.New(ws.Layout.Mailboxes(), cfg.Mailbox.MaxMessages)
+	if err != nil {
+		return nil, err
+	}
+	agents, err := agent.New(agent.Options{
+		Workspace: ws, Mailboxes: boxes, Runtimes: runtimes, Store: store, Clock: clock, Logger: log, OnEvent: observe, MCPCommand: self,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return scheduler.New(scheduler.Options{
+		Store: store, Pipelines: graphs, Clock: clock, Logger: log, OnEvent: observe,
+		MaxAttempts: cfg.Scheduler.MaxConcurrentAttempts,
+		Kinds: map[string]agentrunner.StepKind{
+			agentrunner.KindAgent: agents,
+			agentrunner.KindGate:  &gate.Kind{Notify: cfg.Escalation.Webhook.URL != "", Clock: clock},
+		},
+		RunDir:     ws.Layout.Run,
+		AttemptDir: ws.Layout.Attempt,
+	})
 }
 
 // deliverers are how the outbox reaches its receivers: the operators'
@@ -355,6 +440,9 @@ func deliverers(cfg *config.Config, es *execsvc.Client, lookupEnv func(string) (
 func (r *runner) background(ctx context.Context) {
 	cfg := r.ws.Config
 	go r.dispatcher.Run(ctx, outboxInterval)
+	if r.engine == nil {
+		return // the rest watches the learning loop and its strategy
+	}
 	go func() {
 		for {
 			if _, err := r.engine.CheckStrategy(ctx); err != nil && ctx.Err() == nil {
@@ -409,6 +497,9 @@ const exitStalled = 3
 // flush delivers what the outbox holds and checks the strategy once, for
 // run --once, which has no background work.
 func (r *runner) flush(ctx context.Context) {
+	if r.engine == nil {
+		return
+	}
 	if _, err := r.engine.CheckStrategy(ctx); err != nil {
 		r.log.Error("checking the strategy's validity", "error", err)
 	}

@@ -8,11 +8,11 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"unicode/utf8"
 
 	sdk "github.com/anthropics/anthropic-sdk-go"
 
 	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/internal/clip"
 )
 
 // maxDetail bounds how much of a provider's message goes into an error.
@@ -41,9 +41,9 @@ func (m *Model) classify(ctx context.Context, resp *http.Response, err error) er
 	var netErr net.Error
 	if resp != nil && resp.StatusCode < 300 && !errors.As(err, &netErr) {
 		// The answer came but could not be decoded (or was cut short).
-		return agentrunner.Fail(agentrunner.ClassUnavailable, "anthropic: malformed response (HTTP %d): %s", resp.StatusCode, clip(m.redact(err.Error()), maxDetail))
+		return agentrunner.Fail(agentrunner.ClassUnavailable, "anthropic: malformed response (HTTP %d): %s", resp.StatusCode, clip.String(m.redact(err.Error()), maxDetail))
 	}
-	return agentrunner.Fail(agentrunner.ClassUnavailable, "anthropic: request failed: %s", clip(m.redact(err.Error()), maxDetail))
+	return agentrunner.Fail(agentrunner.ClassUnavailable, "anthropic: request failed: %s", clip.String(m.redact(err.Error()), maxDetail))
 }
 
 // statusError classifies an HTTP error status, quoting the provider's
@@ -80,7 +80,7 @@ func (m *Model) statusError(e *sdk.Error) error {
 	if e.RequestID != "" {
 		msg += " (request " + e.RequestID + ")"
 	}
-	return agentrunner.Fail(class, "%s%s", clip(m.redact(msg), 2*maxDetail), hint)
+	return agentrunner.Fail(class, "%s%s", clip.String(m.redact(msg), 2*maxDetail), hint)
 }
 
 // providerDetail returns error.message of an Anthropic error body, or the
@@ -92,20 +92,9 @@ func providerDetail(raw string) string {
 		} `json:"error"`
 	}
 	if json.Unmarshal([]byte(raw), &body) == nil && body.Error.Message != "" {
-		return clip(oneLine(body.Error.Message), maxDetail)
+		return clip.String(oneLine(body.Error.Message), maxDetail)
 	}
-	return clip(oneLine(raw), maxDetail)
+	return clip.String(oneLine(raw), maxDetail)
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
-
-// clip cuts s to at most n bytes, on a rune boundary.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}

@@ -8,6 +8,7 @@ import (
 
 	sdk "github.com/anthropics/anthropic-sdk-go"
 
+	"github.com/agentrunner/agentrunner/internal/clip"
 	"github.com/agentrunner/agentrunner/llm"
 )
 
@@ -79,7 +80,7 @@ func convertResponse(msg *sdk.Message) (*llm.Response, error) {
 	// prompt, as OpenAI reports it, and budgets count alike for both.
 	u := msg.Usage
 	if u.InputTokens < 0 || u.OutputTokens < 0 || u.CacheReadInputTokens < 0 || u.CacheCreationInputTokens < 0 {
-		return nil, fmt.Errorf("negative token counts in usage %s", clip(u.RawJSON(), 200))
+		return nil, fmt.Errorf("negative token counts in usage %s", clip.String(u.RawJSON(), 200))
 	}
 	resp.Usage = llm.Usage{
 		InputTokens:  int(u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens),

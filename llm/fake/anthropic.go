@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/agentrunner/agentrunner/internal/clip"
 	"github.com/agentrunner/agentrunner/llm"
 )
 
@@ -451,13 +452,10 @@ func anthropicIsObject(raw json.RawMessage) bool {
 }
 
 func anthropicClip(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "…"
-	}
 	if s == "" {
 		return "nothing"
 	}
-	return s
+	return clip.String(s, 80)
 }
 
 // anthropicErrorTypes are the API's error types by status.

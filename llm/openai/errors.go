@@ -9,6 +9,8 @@ import (
 	"unicode"
 
 	oai "github.com/openai/openai-go/v3"
+
+	"github.com/agentrunner/agentrunner/internal/clip"
 )
 
 // maxMessage bounds a provider message quoted in an error: enough for the
@@ -85,8 +87,5 @@ func (m *Model) scrub(s string) string {
 	}
 	s = keyLike.ReplaceAllString(s, "[redacted]")
 	s = strings.Join(strings.FieldsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }), " ")
-	if r := []rune(s); len(r) > maxMessage {
-		s = string(r[:maxMessage]) + "…"
-	}
-	return s
+	return clip.Runes(s, maxMessage)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/internal/safeurl"
 	"github.com/agentrunner/agentrunner/llm"
 )
 
@@ -113,7 +114,7 @@ func New(cfg Config) (*Model, error) {
 		if err != nil {
 			return nil, agentrunner.Fail(agentrunner.ClassConfig, "openai: base URL from %s: %v", source, err)
 		}
-		endpoint = displayURL(u)
+		endpoint = safeurl.String(u)
 		opts = append(opts, option.WithBaseURL(u.String()))
 	}
 	// The chat service alone, not oai.NewClient: the client would read
@@ -123,34 +124,27 @@ func New(cfg Config) (*Model, error) {
 }
 
 // parseBaseURL accepts an absolute http(s) URL without credentials, query
-// or fragment. Its errors quote the URL only without those.
+// or fragment. Its errors quote the URL without credentials, fragment or
+// secret query values (safeurl.String).
 func parseBaseURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(strings.TrimSpace(raw))
 	if err != nil {
 		return nil, errors.New("not a valid URL")
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, fmt.Errorf("%s: the scheme must be http or https", displayURL(u))
+		return nil, fmt.Errorf("%s: the scheme must be http or https", safeurl.String(u))
 	}
 	if u.Host == "" {
-		return nil, fmt.Errorf("%s: no host", displayURL(u))
+		return nil, fmt.Errorf("%s: no host", safeurl.String(u))
 	}
 	if u.User != nil {
 		// They would be sent as basic auth and written to recordings.
-		return nil, fmt.Errorf("%s: credentials do not belong in the base URL; give the key through the API key variable", displayURL(u))
+		return nil, fmt.Errorf("%s: credentials do not belong in the base URL; give the key through the API key variable", safeurl.String(u))
 	}
 	if u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("%s: a base URL takes no query or fragment", displayURL(u))
+		return nil, fmt.Errorf("%s: a base URL takes no query or fragment", safeurl.String(u))
 	}
 	return u, nil
-}
-
-// displayURL is u without user info, query or fragment, for messages.
-func displayURL(u *url.URL) string {
-	c := *u
-	c.User, c.RawQuery, c.Fragment, c.RawFragment = nil, "", "", ""
-	c.ForceQuery = false
-	return c.String()
 }
 
 // Generate runs one model turn. Its errors are built with agentrunner.Fail;

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/agentrunner/agentrunner/internal/clip"
 	"github.com/agentrunner/agentrunner/llm"
 )
 
@@ -200,9 +201,5 @@ func jsonProblem(err error, body []byte) error {
 
 // snippet is the start of a body, for an error.
 func snippet(body []byte) string {
-	const n = 120
-	if len(body) > n {
-		return string(body[:n]) + "…"
-	}
-	return string(body)
+	return clip.String(string(body), 120)
 }

@@ -35,7 +35,7 @@ func conversationScript(final string) []func(*llm.Request) (*llm.Response, error
 //	go test -run '^$' -bench 'BenchmarkTurn|BenchmarkToolDispatch' -count 10 ./runtime/model/
 func BenchmarkTurn(b *testing.B) {
 	e := setup(b, nil)
-	rt := New(nil, e.ws, e.exec)
+	rt := New(nil, e.exec)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -87,7 +87,7 @@ func BenchmarkTurnOverHTTP(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	rt := New(m, e.ws, e.exec)
+	rt := New(m, e.exec)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

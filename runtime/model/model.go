@@ -27,7 +27,6 @@ import (
 	"github.com/agentrunner/agentrunner/mailbox"
 	"github.com/agentrunner/agentrunner/tool"
 	"github.com/agentrunner/agentrunner/tool/fstool"
-	"github.com/agentrunner/agentrunner/workspace"
 )
 
 // Tools is what the runtime needs of the tool executor: a view scoped to
@@ -39,7 +38,6 @@ type Tools interface {
 // Runtime runs the agents of one provider.
 type Runtime struct {
 	model   llm.Model
-	ws      *workspace.Workspace
 	tools   Tools
 	secrets []string
 }
@@ -47,9 +45,11 @@ type Runtime struct {
 var _ agentrunner.Runtime = (*Runtime)(nil)
 
 // New returns a runtime that talks to model. secrets (the provider's API
-// key) are redacted from the recorded exchanges.
-func New(model llm.Model, ws *workspace.Workspace, tools Tools, secrets ...string) *Runtime {
-	return &Runtime{model: model, ws: ws, tools: tools, secrets: secrets}
+// key) are redacted from the recorded exchanges. Everything an agent
+// needs, its model settings and output contract included, comes in each
+// Invocation.
+func New(model llm.Model, tools Tools, secrets ...string) *Runtime {
+	return &Runtime{model: model, tools: tools, secrets: secrets}
 }
 
 // RecordingDir is the folder of an attempt's recorded exchanges.
@@ -57,9 +57,8 @@ const RecordingDir = "exchanges"
 
 // Run holds the conversation of one attempt.
 func (r *Runtime) Run(ctx context.Context, inv *agentrunner.Invocation) (*agentrunner.RunResult, error) {
-	agent := r.ws.Agents[inv.Agent]
-	if agent == nil {
-		return nil, agentrunner.Fail(agentrunner.ClassInternal, "agent %q is not in the workspace", inv.Agent)
+	if inv.Output.File == "" {
+		return nil, agentrunner.Fail(agentrunner.ClassInternal, "the invocation of agent %s names no output file", inv.Agent)
 	}
 	recDir := filepath.Join(inv.Dir, RecordingDir)
 	if err := os.MkdirAll(recDir, 0o755); err != nil {
@@ -68,14 +67,14 @@ func (r *Runtime) Run(ctx context.Context, inv *agentrunner.Invocation) (*agentr
 	ctx = llm.WithRecording(ctx, llm.NewRecording(recDir, r.secrets...))
 
 	var local []tool.Local
-	if !agent.InlineInputs {
+	if !inv.Model.InlineInputs {
 		local = fstool.New(readable(inv))
 	}
 	scope := r.tools.Scope(inv.Tools, local...)
 	if err := scope.Err(); err != nil {
 		return nil, agentrunner.Fail(agentrunner.ClassConfig, "tools of agent %s: %v", inv.Agent, err)
 	}
-	c := &conversation{rt: r, inv: inv, agent: agent, scope: scope, result: &agentrunner.RunResult{}}
+	c := &conversation{rt: r, inv: inv, scope: scope, result: &agentrunner.RunResult{}}
 	for _, s := range scope.Specs() {
 		c.specs = append(c.specs, llm.ToolSpec{Name: s.Name, Description: s.Description, Parameters: s.Parameters})
 	}
@@ -101,7 +100,6 @@ func readable(inv *agentrunner.Invocation) []string {
 type conversation struct {
 	rt     *Runtime
 	inv    *agentrunner.Invocation
-	agent  *workspace.Agent
 	scope  *tool.Scope
 	specs  []llm.ToolSpec
 	msgs   []llm.Message
@@ -113,28 +111,28 @@ type conversation struct {
 }
 
 func (c *conversation) run(ctx context.Context) error {
-	a := c.agent
-	isJSON := filepath.Ext(a.Output.File) == ".json"
+	m, file := c.inv.Model, c.inv.Output.File
+	isJSON := filepath.Ext(file) == ".json"
 	c.msgs = []llm.Message{{Role: llm.User, Text: fmt.Sprintf(
 		"Produce %s now. Read what you need with your tools, then answer with the complete content of %s and nothing else: your final answer becomes the file.",
-		a.Output.File, a.Output.File)}}
+		file, file)}}
 	repairs := 0
 	c.shown = map[string]bool{}
 	c.injected()
 	for turn := 1; ; turn++ {
-		if turn > a.MaxTurns {
-			return agentrunner.Fail(agentrunner.ClassInvalidOutput, "the model gave no final answer within max_turns (%d)", a.MaxTurns)
+		if turn > m.MaxTurns {
+			return agentrunner.Fail(agentrunner.ClassInvalidOutput, "the model gave no final answer within max_turns (%d)", m.MaxTurns)
 		}
 		if notes := c.injected(); notes != "" && turn > 1 {
 			last := &c.msgs[len(c.msgs)-1] // a user message: tool results or a repair request
 			last.Text = strings.TrimSpace(last.Text + "\n\n" + notes)
 		}
 		req := &llm.Request{
-			Model: a.Model, System: c.inv.Prompt, Messages: c.msgs, Tools: c.specs,
-			Temperature: a.Temperature, MaxTokens: a.MaxTokens,
+			Model: m.Name, System: c.inv.Prompt, Messages: c.msgs, Tools: c.specs,
+			Temperature: m.Temperature, MaxTokens: m.MaxTokens,
 		}
 		if isJSON {
-			req.JSONSchema, req.SchemaName = c.schema(), strings.TrimSuffix(a.Output.File, ".json")
+			req.JSONSchema, req.SchemaName = c.schema(), strings.TrimSuffix(file, ".json")
 		}
 		resp, err := c.rt.model.Generate(ctx, req)
 		if err != nil {
@@ -151,7 +149,7 @@ func (c *conversation) run(ctx context.Context) error {
 		}
 		answer := unfence(resp.Text)
 		problems := c.check(answer, resp.StopReason)
-		if len(problems) == 0 || repairs >= *a.RepairTurns {
+		if len(problems) == 0 || repairs >= m.RepairTurns {
 			// Invalid output after the repairs is written all the same: the
 			// engine validates it again, rejects it and records why.
 			if err := os.WriteFile(c.inv.OutputPath, []byte(answer), 0o644); err != nil {
@@ -162,7 +160,7 @@ func (c *conversation) run(ctx context.Context) error {
 		repairs++
 		c.msgs = append(c.msgs, llm.Message{Role: llm.User, Text: fmt.Sprintf(
 			"Your answer breaks the contract of %s:\n- %s\nAnswer again with the complete, corrected content of %s and nothing else.",
-			a.Output.File, strings.Join(problems, "\n- "), a.Output.File)})
+			file, strings.Join(problems, "\n- "), file)})
 	}
 }
 
@@ -185,14 +183,12 @@ func (c *conversation) injected() string {
 	return strings.TrimSpace(b.String())
 }
 
-// schema returns the artifact's JSON Schema, for structured output.
+// schema returns the artifact's JSON Schema, for structured output: the
+// contract's, which the answer is checked against too.
 func (c *conversation) schema() json.RawMessage {
-	if c.inv.SchemaPath == "" {
-		return nil
-	}
-	data, err := os.ReadFile(c.inv.SchemaPath)
-	if err != nil || !json.Valid(data) {
-		return nil // the workspace checked it at startup; without it the answer is still validated
+	data := c.inv.Output.Schema
+	if len(data) == 0 || !json.Valid(data) {
+		return nil // the workspace checked it when it loaded; without it the answer is still validated
 	}
 	return data
 }
@@ -247,12 +243,9 @@ func encodeResult(res agentrunner.ToolResult) string {
 func (c *conversation) check(answer string, stop llm.StopReason) []string {
 	var problems []string
 	if stop == llm.StopMaxTokens {
-		problems = append(problems, fmt.Sprintf("the answer was cut off at max_tokens (%d); make it shorter", c.agent.MaxTokens))
+		problems = append(problems, fmt.Sprintf("the answer was cut off at max_tokens (%d); make it shorter", c.inv.Model.MaxTokens))
 	}
-	for _, p := range c.agent.Contract.Validate([]byte(answer)) {
-		problems = append(problems, p.String())
-	}
-	return problems
+	return append(problems, c.inv.Output.Problems([]byte(answer))...)
 }
 
 var fence = regexp.MustCompile("(?s)^```[a-zA-Z]*\\s*\\n(.*?)\\n?```\\s*$")

@@ -12,13 +12,16 @@ import (
 	"time"
 
 	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/artifact"
 	"github.com/agentrunner/agentrunner/config"
 	"github.com/agentrunner/agentrunner/examples/crypton"
 	"github.com/agentrunner/agentrunner/llm"
 	"github.com/agentrunner/agentrunner/mailbox"
 	"github.com/agentrunner/agentrunner/runtime/mock"
+	"github.com/agentrunner/agentrunner/step/agent"
 	"github.com/agentrunner/agentrunner/tool"
 	"github.com/agentrunner/agentrunner/workspace"
+	"github.com/google/go-cmp/cmp"
 )
 
 // scripted is an llm.Model that answers from a script and records requests.
@@ -55,7 +58,6 @@ func calls(cs ...llm.ToolCall) func(*llm.Request) (*llm.Response, error) {
 }
 
 type env struct {
-	ws    *workspace.Workspace
 	exec  *tool.Executor
 	inv   *agentrunner.Invocation
 	valid string
@@ -94,14 +96,15 @@ func setup(t testing.TB, edit func(*config.Agent)) *env {
 	attempt := t.TempDir()
 	plan := filepath.Join(t.TempDir(), "plan.md")
 	os.WriteFile(plan, []byte("# Plan\n\nthe plan of this cycle\n"), 0o644)
-	agent := ws.Agents["research"]
+	research := ws.Agents["research"]
 	inv := &agentrunner.Invocation{
 		CycleID: "20261122_140000", Step: "research", Agent: "research", Attempt: 1, Prompt: "you are the research agent",
 		Dir: attempt, OutputPath: filepath.Join(attempt, "research.md"), MailboxPath: filepath.Join(t.TempDir(), "mailbox.research"),
-		Inputs: []agentrunner.Input{{Name: "plan", Path: plan}}, TemplatePath: agent.TemplatePath, Tools: []string{"sleepy"},
+		Inputs: []agentrunner.Input{{Name: "plan", Path: plan}}, TemplatePath: research.TemplatePath, Tools: []string{"sleepy"},
+		Output: agent.Contract(research), Model: agent.ModelSettings(research.Agent),
 	}
-	tmpl, _ := os.ReadFile(agent.TemplatePath)
-	return &env{ws: ws, exec: tool.NewExecutor(reg, tool.Options{}), inv: inv,
+	tmpl, _ := os.ReadFile(research.TemplatePath)
+	return &env{exec: tool.NewExecutor(reg, tool.Options{}), inv: inv,
 		valid: string(mock.Generate(tmpl, ".md", inv.CycleID, "research", time.Now()))}
 }
 
@@ -122,7 +125,7 @@ func TestToolCallsRunConcurrentlyAndResultsGoBack(t *testing.T) {
 		answer("```markdown\n" + e.valid + "```"),
 	}}
 	start := time.Now()
-	res, err := New(m, e.ws, e.exec).Run(context.Background(), e.inv)
+	res, err := New(m, e.exec).Run(context.Background(), e.inv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +176,7 @@ func TestToolCallsRunConcurrentlyAndResultsGoBack(t *testing.T) {
 func TestRepairTurnsThenFailure(t *testing.T) {
 	e := setup(t, nil) // repair_turns defaults to 1
 	m := &scripted{replies: []func(*llm.Request) (*llm.Response, error){answer("not a report"), answer(e.valid)}}
-	if _, err := New(m, e.ws, e.exec).Run(context.Background(), e.inv); err != nil {
+	if _, err := New(m, e.exec).Run(context.Background(), e.inv); err != nil {
 		t.Fatal(err)
 	}
 	repair := m.requests[1].Messages[2].Text
@@ -186,11 +189,63 @@ func TestRepairTurnsThenFailure(t *testing.T) {
 
 	e = setup(t, nil)
 	m = &scripted{replies: []func(*llm.Request) (*llm.Response, error){answer("bad"), answer("still bad")}}
-	if _, err := New(m, e.ws, e.exec).Run(context.Background(), e.inv); err != nil {
+	if _, err := New(m, e.exec).Run(context.Background(), e.inv); err != nil {
 		t.Fatal(err) // the engine rejects the invalid output it writes
 	}
 	if out, _ := os.ReadFile(e.inv.OutputPath); string(out) != "still bad\n" || len(m.requests) != 2 {
 		t.Errorf("after the repair turns: output %q, %d requests; want the last answer and 2 requests", out, len(m.requests))
+	}
+}
+
+// TestContractAndModelComeWithTheInvocation: one runtime, two
+// invocations of the same agent with different contracts and model
+// settings (as after a reload): each answer is checked against its own
+// invocation's contract, and each request carries its own model settings.
+func TestContractAndModelComeWithTheInvocation(t *testing.T) {
+	e := setup(t, nil)
+	stricter := filepath.Join(t.TempDir(), "research.md")
+	tmpl, _ := os.ReadFile(e.inv.TemplatePath)
+	os.WriteFile(stricter, append(tmpl, "\n## Risks\n\n{{risks}}\n"...), 0o644)
+	c, err := artifact.Load(stricter, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reloaded := *e.inv
+	reloaded.Dir = t.TempDir()
+	reloaded.OutputPath = filepath.Join(reloaded.Dir, "research.md")
+	reloaded.TemplatePath = stricter
+	reloaded.Output = agent.Contract(&workspace.Agent{Agent: &config.Agent{Output: config.Output{File: "research.md"}}, Contract: c})
+	hot := 0.9
+	reloaded.Model = agentrunner.ModelSettings{Name: "reloaded-model", Temperature: &hot, MaxTokens: 777, MaxTurns: 5, RepairTurns: 1}
+
+	m := &scripted{replies: []func(*llm.Request) (*llm.Response, error){answer(e.valid), answer(e.valid), answer(e.valid)}}
+	rt := New(m, e.exec)
+	for _, inv := range []*agentrunner.Invocation{e.inv, &reloaded} {
+		if _, err := rt.Run(context.Background(), inv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type request struct {
+		Model     string
+		MaxTokens int
+		Repair    bool
+	}
+	var got []request
+	for _, r := range m.requests {
+		last := r.Messages[len(r.Messages)-1].Text
+		got = append(got, request{r.Model, r.MaxTokens, strings.Contains(last, "breaks the contract") && strings.Contains(last, "Risks")})
+	}
+	first := e.inv.Model
+	want := []request{
+		{first.Name, first.MaxTokens, false}, // valid under the first contract
+		{"reloaded-model", 777, false},       // the same answer, under the stricter one
+		{"reloaded-model", 777, true},        // is sent back for its missing Risks section
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("requests (-want +got):\n%s", diff)
+	}
+	if t0 := m.requests[1].Temperature; t0 == nil || *t0 != hot {
+		t.Errorf("temperature %v, want the invocation's %v", t0, hot)
 	}
 }
 
@@ -203,14 +258,14 @@ func TestMaxTurnsAndBudgets(t *testing.T) {
 		return rs
 	}
 	e := setup(t, func(a *config.Agent) { a.MaxTurns = 3 })
-	_, err := New(&scripted{replies: loop(10)}, e.ws, e.exec).Run(context.Background(), e.inv)
+	_, err := New(&scripted{replies: loop(10)}, e.exec).Run(context.Background(), e.inv)
 	if agentrunner.ClassOf(err) != agentrunner.ClassInvalidOutput || !strings.Contains(err.Error(), "max_turns (3)") {
 		t.Errorf("max turns: %v", err)
 	}
 
 	e = setup(t, nil)
 	e.inv.TokenBudget = agentrunner.TokenBudget{Limit: 250, Source: "the token_budget of agent research"}
-	res, err := New(&scripted{replies: loop(10)}, e.ws, e.exec).Run(context.Background(), e.inv)
+	res, err := New(&scripted{replies: loop(10)}, e.exec).Run(context.Background(), e.inv)
 	if agentrunner.ClassOf(err) != agentrunner.ClassBudget || agentrunner.ClassBudget.Retryable() {
 		t.Fatalf("budget: %v, want a non-retryable budget error", err)
 	}
@@ -222,7 +277,7 @@ func TestMaxTurnsAndBudgets(t *testing.T) {
 func TestInlineInputsAndRecording(t *testing.T) {
 	e := setup(t, func(a *config.Agent) { a.InlineInputs = true })
 	m := &scripted{replies: []func(*llm.Request) (*llm.Response, error){answer(e.valid)}}
-	if _, err := New(m, e.ws, e.exec, "sk-secret").Run(context.Background(), e.inv); err != nil {
+	if _, err := New(m, e.exec, "sk-secret").Run(context.Background(), e.inv); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range m.requests[0].Tools {
@@ -240,7 +295,7 @@ func TestProviderErrorsPassThrough(t *testing.T) {
 	m := &scripted{replies: []func(*llm.Request) (*llm.Response, error){func(*llm.Request) (*llm.Response, error) {
 		return nil, agentrunner.Fail(agentrunner.ClassUnavailable, "HTTP 503")
 	}}}
-	_, err := New(m, e.ws, e.exec).Run(context.Background(), e.inv)
+	_, err := New(m, e.exec).Run(context.Background(), e.inv)
 	if agentrunner.ClassOf(err) != agentrunner.ClassUnavailable {
 		t.Errorf("err = %v, want the provider's retryable class", err)
 	}
@@ -249,7 +304,7 @@ func TestProviderErrorsPassThrough(t *testing.T) {
 func TestUnknownAllowedToolIsAConfigError(t *testing.T) {
 	e := setup(t, nil)
 	e.inv.Tools = []string{"sleepy", "missing_tool"}
-	_, err := New(&scripted{}, e.ws, e.exec).Run(context.Background(), e.inv)
+	_, err := New(&scripted{}, e.exec).Run(context.Background(), e.inv)
 	if agentrunner.ClassOf(err) != agentrunner.ClassConfig || !strings.Contains(err.Error(), "missing_tool") {
 		t.Errorf("err = %v, want a config error naming the tool", err)
 	}
@@ -282,7 +337,7 @@ func TestInjectedMessageReachesTheNextTurn(t *testing.T) {
 		sleep,
 		answer(e.valid),
 	}}
-	if _, err := New(m, e.ws, e.exec).Run(context.Background(), e.inv); err != nil {
+	if _, err := New(m, e.exec).Run(context.Background(), e.inv); err != nil {
 		t.Fatal(err)
 	}
 	second := m.requests[1].Messages[2]

@@ -15,7 +15,7 @@ func TestFullDiskWritingTheAnswer(t *testing.T) {
 	e := setup(t, nil)
 	e.inv.OutputPath = "/dev/full"
 	m := &scripted{replies: []func(*llm.Request) (*llm.Response, error){answer(e.valid)}}
-	_, err := New(m, e.ws, e.exec).Run(context.Background(), e.inv)
+	_, err := New(m, e.exec).Run(context.Background(), e.inv)
 	if agentrunner.ClassOf(err) != agentrunner.ClassResource || agentrunner.ExhaustedResource(err) != agentrunner.ResourceDiskSpace {
 		t.Fatalf("Run: %v (class %s), want a resource failure of disk space", err, agentrunner.ClassOf(err))
 	}

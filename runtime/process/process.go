@@ -66,7 +66,7 @@ type Config struct {
 	// Command is the argv, not a shell string. Its arguments may contain
 	// placeholders replaced per invocation: {prompt_file} {output} {dir}
 	// {cycle_dir} {mailbox} {memory} {template} {schema} {cycle_id} {step}
-	// {agent} {attempt}. Any other {name} is rejected as a likely typo; write
+	// {agent} {attempt} {mcp_config} {workspace}. Any other {name} is rejected as a likely typo; write
 	// "{{" for a literal "{". "${" is left alone for the shell, so
 	// ["sh", "-c", "agent < ${AGENTRUNNER_PROMPT_FILE}"] works as written.
 	// A Command[0] without a slash is looked up in the runner's PATH.

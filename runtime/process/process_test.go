@@ -56,7 +56,7 @@ echo "to stderr" >&2
 	rt := mustNew(t, process.Config{
 		Command: []string{"sh", script,
 			"{prompt_file}", "--output={output}", "{dir}", "{cycle_dir}", "{mailbox}", "{memory}",
-			"{template}", "{schema}", "{cycle_id}/{step}/{agent}/{attempt}", "{{literal}", "${HOME}"},
+			"{template}", "{schema}", "{cycle_id}/{step}/{agent}/{attempt}", "{workspace}", "{{literal}", "${HOME}"},
 		Env: process.Env{Set: map[string]string{"EXTRA": "configured value"}},
 	})
 
@@ -80,7 +80,7 @@ echo "to stderr" >&2
 	}
 	wantArgs := []string{
 		inv.PromptPath, "--output=" + inv.OutputPath, inv.Dir, inv.CycleDir, inv.MailboxPath, inv.MemoryPath,
-		inv.TemplatePath, inv.SchemaPath, "20250102_030405/plan/planner/2", "{literal}", "${HOME}",
+		inv.TemplatePath, inv.SchemaPath, "20250102_030405/plan/planner/2", inv.WorkspaceDir, "{literal}", "${HOME}",
 	}
 	if diff := cmp.Diff(wantArgs, lines(readFile(t, inv.Dir, "args.txt"))); diff != "" {
 		t.Errorf("arguments (-want +got):\n%s", diff)
@@ -619,6 +619,7 @@ func newInvocation(t *testing.T) *agentrunner.Invocation {
 		Inputs:       []agentrunner.Input{{Name: "evaluation", Path: filepath.Join(root, "cycles", "prev", "evaluation.md")}, {Name: "notes", Path: filepath.Join(root, "notes.md")}},
 		TemplatePath: filepath.Join(root, "templates", "plan.md"),
 		SchemaPath:   filepath.Join(root, "schemas", "plan.json"),
+		WorkspaceDir: root,
 	}
 }
 

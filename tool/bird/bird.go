@@ -28,6 +28,7 @@ import (
 
 	"github.com/agentrunner/agentrunner/config"
 	"github.com/agentrunner/agentrunner/internal/childenv"
+	"github.com/agentrunner/agentrunner/internal/clip"
 	"github.com/agentrunner/agentrunner/tool"
 )
 
@@ -79,10 +80,28 @@ const Parameters = `{
   "additionalProperties": false
 }`
 
+// Settings are the keys of a bird tool's section besides those every tool
+// has.
+type Settings struct {
+	// Binary is the bird program; default DefaultBinary (found in PATH).
+	Binary string `yaml:"binary"`
+	// Env is what the program gets besides the base variables and the
+	// credentials it reads (AUTH_TOKEN, CT0 and their TWITTER_ forms).
+	Env config.Env `yaml:"env"`
+}
+
+// Check reports an env that names or sets variables it must not.
+func (s *Settings) Check(report config.Reporter) { config.CheckEnv(report, "env", s.Env) }
+
+// ToolKind is what configuration knows of the kind: its settings.
+func ToolKind() config.ToolKind {
+	return config.ToolKind{Timeout: DefaultTimeout, Settings: func() config.ToolSettings { return &Settings{} }}
+}
+
 // Check tells whether the configured binary can be run, so the runner can
 // refuse to start an agent that may use the tool rather than fail on its
 // first call. cfg may be nil.
-func Check(cfg *config.Tool) error {
+func Check(cfg *Settings) error {
 	bin := binary(cfg)
 	path, err := exec.LookPath(bin)
 	if err != nil {
@@ -98,38 +117,41 @@ func Check(cfg *config.Tool) error {
 	return nil
 }
 
-func binary(cfg *config.Tool) string {
+func binary(cfg *Settings) string {
 	if cfg != nil && cfg.Binary != "" {
 		return cfg.Binary
 	}
 	return DefaultBinary
 }
 
-// New returns the tool's Spec and Handler. cfg may be nil (all defaults).
-// New does not look for the binary: Check does.
-func New(cfg *config.Tool) (tool.Spec, tool.Handler, error) {
-	return newTool(cfg, time.Now)
+// New returns the tool's Spec and Handler. cfg and set may be nil (all
+// defaults). New does not look for the binary: Check does.
+func New(cfg *config.Tool, set *Settings) (tool.Spec, tool.Handler, error) {
+	return newTool(cfg, set, time.Now)
 }
 
 // newTool is New with the clock that turns a rate limit's reset time into
 // a wait.
-func newTool(cfg *config.Tool, now func() time.Time) (tool.Spec, tool.Handler, error) {
+func newTool(cfg *config.Tool, set *Settings, now func() time.Time) (tool.Spec, tool.Handler, error) {
 	if cfg == nil {
 		cfg = &config.Tool{}
+	}
+	if set == nil {
+		set = &Settings{}
 	}
 	spec, err := tool.FromConfig(tool.Spec{Name: Kind, Description: Description, Parameters: json.RawMessage(Parameters),
 		Timeout: DefaultTimeout, Retries: DefaultRetries, Backoff: DefaultBackoff}, cfg)
 	if err != nil {
 		return tool.Spec{}, nil, err
 	}
-	if strings.ContainsAny(binary(cfg), "\x00\n") {
-		return tool.Spec{}, nil, fmt.Errorf("%s: binary %q is not a program name or path", spec.Name, binary(cfg))
+	if strings.ContainsAny(binary(set), "\x00\n") {
+		return tool.Spec{}, nil, fmt.Errorf("%s: binary %q is not a program name or path", spec.Name, binary(set))
 	}
-	env := childenv.Spec{Pass: slices.Concat(secretEnv, cfg.Env.Pass), Set: maps.Clone(cfg.Env.Set)}
+	env := childenv.Spec{Pass: slices.Concat(secretEnv, set.Env.Pass), Set: maps.Clone(set.Env.Set)}
 	if problems := childenv.Check(env); len(problems) > 0 {
 		return tool.Spec{}, nil, fmt.Errorf("%s: env: %s", spec.Name, strings.Join(problems, "; "))
 	}
-	return spec, &handler{name: spec.Name, binary: binary(cfg), env: env, now: now}, nil
+	return spec, &handler{name: spec.Name, binary: binary(set), env: env, now: now}, nil
 }
 
 type handler struct {
@@ -188,7 +210,7 @@ func parseArgs(raw json.RawMessage) (request, error) {
 	}
 	for k := range fields {
 		if k != "query" && k != "mode" && k != "limit" {
-			return request{}, fmt.Errorf("unknown argument %q: the arguments are query, mode and limit", clip(k, 40))
+			return request{}, fmt.Errorf("unknown argument %q: the arguments are query, mode and limit", clip.String(k, 40))
 		}
 	}
 	var req request
@@ -200,7 +222,7 @@ func parseArgs(raw json.RawMessage) (request, error) {
 	case "":
 		return request{}, errors.New("mode is required: timeline, search or user")
 	default:
-		return request{}, fmt.Errorf("mode %q is not timeline, search or user", clip(req.mode, 40))
+		return request{}, fmt.Errorf("mode %q is not timeline, search or user", clip.String(req.mode, 40))
 	}
 	if raw, ok := fields["query"]; ok && json.Unmarshal(raw, &req.query) != nil {
 		return request{}, errors.New("query must be a string")
@@ -229,14 +251,14 @@ func parseArgs(raw json.RawMessage) (request, error) {
 	case ModeUser:
 		m := handlePattern.FindStringSubmatch(req.query)
 		if m == nil {
-			return request{}, fmt.Errorf("user mode needs a handle such as @saylor (letters, digits and _, at most 15), not %q", clip(req.query, 60))
+			return request{}, fmt.Errorf("user mode needs a handle such as @saylor (letters, digits and _, at most 15), not %q", clip.String(req.query, 60))
 		}
 		req.handle = m[1]
 	case ModeTimeline:
 		if strings.HasPrefix(req.query, "@") {
 			m := handlePattern.FindStringSubmatch(req.query)
 			if m == nil {
-				return request{}, fmt.Errorf("%q is not a handle (letters, digits and _, at most 15)", clip(req.query, 60))
+				return request{}, fmt.Errorf("%q is not a handle (letters, digits and _, at most 15)", clip.String(req.query, 60))
 			}
 			req.handle = m[1]
 		} else {
@@ -399,7 +421,7 @@ func (h *handler) detail(res *result) string {
 	if text == "" {
 		return "no output"
 	}
-	return clip(text, 600)
+	return clip.String(text, 600)
 }
 
 // errorLines returns the lines of bird's output that report an error.
@@ -507,11 +529,11 @@ func parseTweets(out []byte, overflow bool) ([]Tweet, error) {
 			Tweets []json.RawMessage `json:"tweets"`
 		}
 		if err := json.Unmarshal(out, &paged); err != nil || paged.Tweets == nil {
-			return nil, fmt.Errorf("bird printed an object without tweets (bird 0.8.0 is expected): %s", clip(strings.Join(strings.Fields(string(out)), " "), 200))
+			return nil, fmt.Errorf("bird printed an object without tweets (bird 0.8.0 is expected): %s", clip.String(strings.Join(strings.Fields(string(out)), " "), 200))
 		}
 		list = paged.Tweets
 	} else if err := json.Unmarshal(out, &list); err != nil {
-		return nil, fmt.Errorf("bird printed something that is not tweet JSON (bird 0.8.0 is expected): %s", clip(strings.Join(strings.Fields(string(out)), " "), 200))
+		return nil, fmt.Errorf("bird printed something that is not tweet JSON (bird 0.8.0 is expected): %s", clip.String(strings.Join(strings.Fields(string(out)), " "), 200))
 	}
 	tweets := make([]Tweet, 0, len(list))
 	for i, raw := range list {
@@ -531,7 +553,7 @@ func parseTweets(out []byte, overflow bool) ([]Tweet, error) {
 			ID:         *b.ID,
 			Author:     "@" + b.Author.Username,
 			AuthorName: b.Author.Name,
-			Text:       clip(*b.Text, maxText),
+			Text:       clip.String(*b.Text, maxText),
 			CreatedAt:  b.CreatedAt,
 			Likes:      count(b.LikeCount),
 			Retweets:   count(b.RetweetCount),
@@ -554,16 +576,4 @@ func count(f *float64) int64 {
 		return 0
 	}
 	return int64(*f)
-}
-
-// clip shortens s to at most n bytes without splitting a UTF-8 sequence.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	i := n
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i] + "…"
 }

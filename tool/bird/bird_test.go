@@ -99,7 +99,7 @@ func readArgv(t *testing.T, file string) []string {
 
 func newHandler(t *testing.T, binary string) tool.Handler {
 	t.Helper()
-	_, h, err := newTool(&config.Tool{Binary: binary}, func() time.Time { return now })
+	_, h, err := newTool(nil, &Settings{Binary: binary}, func() time.Time { return now })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,7 +329,7 @@ func TestMissingBinary(t *testing.T) {
 
 func TestCheck(t *testing.T) {
 	bin, _ := fakeBird(t, `echo '[]'`)
-	if err := Check(&config.Tool{Binary: bin}); err != nil {
+	if err := Check(&Settings{Binary: bin}); err != nil {
 		t.Errorf("Check(fake bird) = %v", err)
 	}
 	dir := t.TempDir()
@@ -338,7 +338,7 @@ func TestCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, b := range []string{filepath.Join(dir, "missing"), plain, "bird-that-is-not-on-path-anywhere"} {
-		err := Check(&config.Tool{Binary: b})
+		err := Check(&Settings{Binary: b})
 		if err == nil || !strings.Contains(err.Error(), Install) {
 			t.Errorf("Check(%s) = %v, want an error saying how to install bird", b, err)
 		}
@@ -347,7 +347,7 @@ func TestCheck(t *testing.T) {
 	if err := os.Mkdir(sub, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := Check(&config.Tool{Binary: sub}); err == nil {
+	if err := Check(&Settings{Binary: sub}); err == nil {
 		t.Errorf("Check(directory) passed")
 	}
 }
@@ -430,7 +430,7 @@ JSON`
 }
 
 func TestSpec(t *testing.T) {
-	spec, _, err := New(nil)
+	spec, _, err := New(nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -446,17 +446,20 @@ func TestSpec(t *testing.T) {
 		t.Errorf("Parameters is not the FR-107 schema: %v", err)
 	}
 	one := 1
-	spec, _, err = New(&config.Tool{Name: "x_feed", Timeout: config.Duration(time.Minute), Retries: &config.Retries{Max: &one}})
+	spec, _, err = New(&config.Tool{Name: "x_feed", Timeout: config.Duration(time.Minute), Retries: &config.Retries{Max: &one}}, nil)
 	if err != nil || spec.Name != "x_feed" || spec.Timeout != time.Minute || spec.Retries != 1 {
 		t.Errorf("configured spec = %+v, %v", spec, err)
 	}
-	for _, cfg := range []*config.Tool{
-		{Timeout: config.Duration(-1)},
-		{Parameters: config.JSON(`[]`)},
-		{Binary: "bird\nrm"},
+	for _, bad := range []struct {
+		cfg *config.Tool
+		set *Settings
+	}{
+		{cfg: &config.Tool{Timeout: config.Duration(-1)}},
+		{cfg: &config.Tool{Parameters: config.JSON(`[]`)}},
+		{set: &Settings{Binary: "bird\nrm"}},
 	} {
-		if _, _, err := New(cfg); err == nil {
-			t.Errorf("New(%+v) accepted", cfg)
+		if _, _, err := New(bad.cfg, bad.set); err == nil {
+			t.Errorf("New(%+v, %+v) accepted", bad.cfg, bad.set)
 		}
 	}
 }
@@ -474,8 +477,8 @@ func TestBirdGetsOnlyItsEnvironment(t *testing.T) {
 	}
 	envFile := filepath.Join(t.TempDir(), "env")
 	bin, _ := fakeBird(t, `env > '`+envFile+`'; echo '[]'`)
-	cfg := &config.Tool{Binary: bin, Env: config.Env{Pass: []string{"DBUS_SESSION_BUS_ADDRESS"}, Set: map[string]string{"BIRD_PROFILE": "work"}}}
-	_, h, err := newTool(cfg, func() time.Time { return now })
+	cfg := &Settings{Binary: bin, Env: config.Env{Pass: []string{"DBUS_SESSION_BUS_ADDRESS"}, Set: map[string]string{"BIRD_PROFILE": "work"}}}
+	_, h, err := newTool(nil, cfg, func() time.Time { return now })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentrunner/agentrunner/internal/clip"
 	"github.com/agentrunner/agentrunner/tool"
 )
 
@@ -355,11 +356,7 @@ func (s *set) read(_ context.Context, raw json.RawMessage) (string, error) {
 	start := offset + int64(skip)
 	page := buf[skip:]
 	if int64(len(page)) > limit {
-		cut := int(limit)
-		for cut > 0 && !utf8.RuneStart(page[cut]) {
-			cut--
-		}
-		page = page[:cut]
+		page = page[:clip.Index(string(page), int(limit))]
 	}
 	if !utf8.Valid(page) || bytes.IndexByte(page, 0) >= 0 {
 		return "", fmt.Errorf("%s is a binary file, not UTF-8 text; it cannot be read", path)

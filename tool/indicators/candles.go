@@ -20,6 +20,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/agentrunner/agentrunner/internal/clip"
+	"github.com/agentrunner/agentrunner/internal/retryafter"
 	"github.com/agentrunner/agentrunner/tool"
 )
 
@@ -50,10 +52,10 @@ var assetPattern = regexp.MustCompile(`^[A-Z0-9]{2,15}$`)
 // on its own is as safe as through the tool.
 func checkRequest(asset, timeframe string, limit int) error {
 	if !assetPattern.MatchString(asset) {
-		return fmt.Errorf("asset %q is not a ticker: use 2 to 15 capital letters and digits, such as BTC", clip(asset, 40))
+		return fmt.Errorf("asset %q is not a ticker: use 2 to 15 capital letters and digits, such as BTC", clip.String(asset, 40))
 	}
 	if _, ok := Timeframes[timeframe]; !ok {
-		return fmt.Errorf("timeframe %q is not one of 1h, 4h, 1d, 1w", clip(timeframe, 20))
+		return fmt.Errorf("timeframe %q is not one of 1h, 4h, 1d, 1w", clip.String(timeframe, 20))
 	}
 	if limit < 1 || limit > MaxCandles {
 		return fmt.Errorf("candle limit %d is outside 1..%d", limit, MaxCandles)
@@ -198,8 +200,8 @@ func binanceStatusError(resp *http.Response, body []byte, asset, symbol string, 
 		return fmt.Errorf("asset %s is not listed on the market data provider against USDT (no symbol %s); check the ticker", asset, symbol)
 	case code == http.StatusTooManyRequests || code == http.StatusTeapot:
 		err := fmt.Errorf("the market data provider is rate limiting requests (HTTP %d)%s", code, detail)
-		if wait, ok := retryAfter(resp.Header.Get("Retry-After"), now); ok {
-			return tool.RetryAfter(err, wait)
+		if wait, ok := retryafter.Parse(resp.Header.Get("Retry-After"), now); ok {
+			return tool.RetryAfter(err, min(wait, maxRetryAfter))
 		}
 		return tool.Transient(err)
 	case code >= 500:
@@ -216,29 +218,6 @@ func binanceStatusError(resp *http.Response, body []byte, asset, symbol string, 
 // maxRetryAfter bounds a Retry-After wait taken from an answer.
 const maxRetryAfter = 24 * time.Hour
 
-// retryAfter reads a Retry-After header: seconds, or an HTTP date.
-func retryAfter(v string, now time.Time) (time.Duration, bool) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0, false
-	}
-	var d time.Duration
-	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if secs < 0 {
-			return 0, false
-		}
-		d = time.Duration(min(secs, int64(maxRetryAfter/time.Second))) * time.Second
-	} else if t, err := http.ParseTime(v); err == nil {
-		d = t.Sub(now)
-	} else {
-		return 0, false
-	}
-	if d <= 0 {
-		return 0, false
-	}
-	return min(d, maxRetryAfter), true
-}
-
 // parseKlines decodes Binance's array of arrays: [open time (ms), open,
 // high, low, close, volume, close time, ...], prices as decimal strings.
 // Numbers are accepted too, as some compatible APIs send them.
@@ -254,7 +233,7 @@ func parseKlines(body []byte) ([]Candle, error) {
 		}
 		var ms int64
 		if err := json.Unmarshal(row[0], &ms); err != nil {
-			return nil, fmt.Errorf("kline %d: open time %s is not milliseconds", i, clip(string(row[0]), 40))
+			return nil, fmt.Errorf("kline %d: open time %s is not milliseconds", i, clip.String(string(row[0]), 40))
 		}
 		c := Candle{OpenTime: time.UnixMilli(ms).UTC()}
 		for k, dst := range []*float64{&c.Open, &c.High, &c.Low, &c.Close, &c.Volume} {
@@ -278,13 +257,13 @@ func decimal(raw json.RawMessage) (float64, error) {
 	if err := json.Unmarshal(raw, &s); err != nil {
 		var f float64
 		if err := json.Unmarshal(raw, &f); err != nil {
-			return 0, fmt.Errorf("%s is not a decimal", clip(string(raw), 40))
+			return 0, fmt.Errorf("%s is not a decimal", clip.String(string(raw), 40))
 		}
 		return f, nil
 	}
 	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
 	if err != nil {
-		return 0, fmt.Errorf("%q is not a decimal", clip(s, 40))
+		return 0, fmt.Errorf("%q is not a decimal", clip.String(s, 40))
 	}
 	return f, nil
 }
@@ -365,7 +344,7 @@ func parseCSV(r io.Reader, name string) ([]Candle, error) {
 	for i, h := range header {
 		h = strings.ToLower(strings.TrimSpace(strings.TrimPrefix(h, "\ufeff")))
 		if h != csvHeader[i] {
-			return nil, fmt.Errorf("%s: the header must be %s, column %d is %q", name, strings.Join(csvHeader, ","), i+1, clip(h, 40))
+			return nil, fmt.Errorf("%s: the header must be %s, column %d is %q", name, strings.Join(csvHeader, ","), i+1, clip.String(h, 40))
 		}
 	}
 	var cs []Candle
@@ -387,7 +366,7 @@ func parseCSV(r io.Reader, name string) ([]Candle, error) {
 		for k, dst := range []*float64{&c.Open, &c.High, &c.Low, &c.Close, &c.Volume} {
 			v, err := strconv.ParseFloat(strings.TrimSpace(rec[k+1]), 64)
 			if err != nil {
-				return nil, fmt.Errorf("%s line %d: %s %q is not a number", name, line, csvHeader[k+1], clip(rec[k+1], 40))
+				return nil, fmt.Errorf("%s line %d: %s %q is not a number", name, line, csvHeader[k+1], clip.String(rec[k+1], 40))
 			}
 			*dst = v
 		}
@@ -406,13 +385,13 @@ func parseTime(s string) (time.Time, error) {
 	if s != "" && strings.Trim(s, "0123456789") == "" {
 		ms, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
-			return time.Time{}, fmt.Errorf("%q is out of range", clip(s, 40))
+			return time.Time{}, fmt.Errorf("%q is out of range", clip.String(s, 40))
 		}
 		return time.UnixMilli(ms).UTC(), nil
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("%q is neither RFC 3339 nor Unix milliseconds", clip(s, 40))
+		return time.Time{}, fmt.Errorf("%q is neither RFC 3339 nor Unix milliseconds", clip.String(s, 40))
 	}
 	return t.UTC(), nil
 }
@@ -426,17 +405,5 @@ func clean(s string) string {
 		}
 		return r
 	}, s)
-	return clip(strings.Join(strings.Fields(s), " "), 200)
-}
-
-// clip shortens s to at most n bytes without splitting a UTF-8 sequence.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	i := n
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i] + "…"
+	return clip.String(strings.Join(strings.Fields(s), " "), 200)
 }

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/agentrunner/agentrunner/config"
+	"github.com/agentrunner/agentrunner/internal/clip"
 	"github.com/agentrunner/agentrunner/tool"
 )
 
@@ -93,43 +94,84 @@ func description(emas []int) string {
 		"(a minute unless configured otherwise)."
 }
 
+// Settings are the keys of a technical_indicators tool's section besides
+// those every tool has.
+type Settings struct {
+	// Provider of candles: binance (default) or csv.
+	Provider string `yaml:"provider"`
+	// BaseURL of a Binance-compatible klines API; default Binance's.
+	BaseURL string `yaml:"base_url"`
+	// DataDir holds the csv provider's files <ASSET>_<timeframe>.csv.
+	DataDir string `yaml:"data_dir"`
+	// EMAPeriods are the EMA lengths computed; default DefaultEMAPeriods.
+	EMAPeriods []int `yaml:"ema_periods"`
+	// CacheTTL is how long candles are reused; default DefaultCacheTTL.
+	CacheTTL config.Duration `yaml:"cache_ttl"`
+}
+
+// Check reports a base URL that is not http(s) and EMA lengths below 1;
+// the provider and the lengths' upper bound are checked when the tool is
+// built.
+func (s *Settings) Check(report config.Reporter) {
+	if s.BaseURL != "" {
+		config.CheckURL(report, "base_url", s.BaseURL)
+	}
+	for i, p := range s.EMAPeriods {
+		if p < 1 {
+			report(fmt.Sprintf("ema_periods[%d]", i), "must be at least 1")
+		}
+	}
+}
+
+// ToolKind is what configuration knows of the kind: a data query's
+// timeout, and its settings.
+func ToolKind() config.ToolKind {
+	return config.ToolKind{Timeout: DefaultTimeout, Settings: func() config.ToolSettings { return &Settings{} }}
+}
+
 // New returns the tool's Spec and Handler with the candle provider the
-// configuration names: binance (default; cfg.BaseURL overrides the API) or
-// csv (files in cfg.DataDir, which the caller resolves against the
-// configuration's directory). cfg may be nil; now is the cache's clock
-// (nil: time.Now).
-func New(cfg *config.Tool, now func() time.Time) (tool.Spec, tool.Handler, error) {
+// settings name: binance (default; set.BaseURL overrides the API) or csv
+// (files in set.DataDir, which the caller resolves against the
+// configuration's directory). cfg and set may be nil; now is the cache's
+// clock (nil: time.Now).
+func New(cfg *config.Tool, set *Settings, now func() time.Time) (tool.Spec, tool.Handler, error) {
 	if cfg == nil {
 		cfg = &config.Tool{}
 	}
+	if set == nil {
+		set = &Settings{}
+	}
 	var p Provider
 	var err error
-	switch cfg.Provider {
+	switch set.Provider {
 	case "", ProviderBinance:
-		p, err = NewBinance(cfg.BaseURL, nil)
+		p, err = NewBinance(set.BaseURL, nil)
 	case ProviderCSV:
-		p, err = NewCSV(cfg.DataDir)
+		p, err = NewCSV(set.DataDir)
 	default:
-		err = fmt.Errorf("provider %q is not binance or csv", cfg.Provider)
+		err = fmt.Errorf("provider %q is not binance or csv", set.Provider)
 	}
 	if err != nil {
 		return tool.Spec{}, nil, fmt.Errorf("%s: %w", toolName(cfg), err)
 	}
-	return NewWithProvider(cfg, p, now)
+	return NewWithProvider(cfg, set, p, now)
 }
 
 // NewWithProvider is New with a provider of the caller's.
-func NewWithProvider(cfg *config.Tool, p Provider, now func() time.Time) (tool.Spec, tool.Handler, error) {
+func NewWithProvider(cfg *config.Tool, set *Settings, p Provider, now func() time.Time) (tool.Spec, tool.Handler, error) {
 	if cfg == nil {
 		cfg = &config.Tool{}
+	}
+	if set == nil {
+		set = &Settings{}
 	}
 	name := toolName(cfg)
 	if p == nil {
 		return tool.Spec{}, nil, fmt.Errorf("%s: the candle provider is missing", name)
 	}
 	emas := DefaultEMAPeriods
-	if len(cfg.EMAPeriods) > 0 {
-		emas = slices.Clone(cfg.EMAPeriods)
+	if len(set.EMAPeriods) > 0 {
+		emas = slices.Clone(set.EMAPeriods)
 	}
 	for _, n := range emas {
 		if n < 2 || n > MaxCandles {
@@ -143,7 +185,7 @@ func NewWithProvider(cfg *config.Tool, p Provider, now func() time.Time) (tool.S
 	if err != nil {
 		return tool.Spec{}, nil, err
 	}
-	ttl := cfg.CacheTTL.D()
+	ttl := set.CacheTTL.D()
 	switch {
 	case ttl < 0:
 		return tool.Spec{}, nil, fmt.Errorf("%s: cache_ttl must not be negative, got %s", name, ttl)
@@ -153,7 +195,7 @@ func NewWithProvider(cfg *config.Tool, p Provider, now func() time.Time) (tool.S
 	if now == nil {
 		now = time.Now
 	}
-	source := cfg.Provider
+	source := set.Provider
 	if source == "" {
 		source = ProviderBinance
 	}
@@ -292,7 +334,7 @@ func parseArgs(raw json.RawMessage) (request, error) {
 	}
 	for k := range fields {
 		if k != "asset" && k != "timeframe" && k != "indicators" {
-			return request{}, fmt.Errorf("unknown argument %q: the arguments are asset, timeframe and indicators", clip(k, 40))
+			return request{}, fmt.Errorf("unknown argument %q: the arguments are asset, timeframe and indicators", clip.String(k, 40))
 		}
 	}
 	var req request
@@ -304,7 +346,7 @@ func parseArgs(raw json.RawMessage) (request, error) {
 	case req.asset == "":
 		return request{}, errors.New("asset is required: the ticker of a coin such as BTC")
 	case !assetPattern.MatchString(req.asset):
-		return request{}, fmt.Errorf("asset %q is not a ticker: use 2 to 15 letters and digits such as BTC or ETH, not a pair", clip(req.asset, 40))
+		return request{}, fmt.Errorf("asset %q is not a ticker: use 2 to 15 letters and digits such as BTC or ETH, not a pair", clip.String(req.asset, 40))
 	}
 	if err := stringArg(fields, "timeframe", &req.timeframe); err != nil {
 		return request{}, err
@@ -314,7 +356,7 @@ func parseArgs(raw json.RawMessage) (request, error) {
 		if req.timeframe == "" {
 			return request{}, errors.New("timeframe is required: one of 1h, 4h, 1d, 1w")
 		}
-		return request{}, fmt.Errorf("timeframe %q is not one of 1h, 4h, 1d, 1w", clip(req.timeframe, 20))
+		return request{}, fmt.Errorf("timeframe %q is not one of 1h, 4h, 1d, 1w", clip.String(req.timeframe, 20))
 	}
 	req.want = map[string]bool{}
 	if raw, ok := fields["indicators"]; ok && string(raw) != "null" {
@@ -325,7 +367,7 @@ func parseArgs(raw json.RawMessage) (request, error) {
 		for _, n := range names {
 			n = strings.ToLower(strings.TrimSpace(n))
 			if !slices.Contains(Indicators, n) {
-				return request{}, fmt.Errorf("indicator %q is unknown: choose from %s", clip(n, 40), strings.Join(Indicators, ", "))
+				return request{}, fmt.Errorf("indicator %q is unknown: choose from %s", clip.String(n, 40), strings.Join(Indicators, ", "))
 			}
 			req.want[n] = true
 		}

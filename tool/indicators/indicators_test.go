@@ -64,9 +64,9 @@ func (f *fakeProvider) count() int {
 	return len(f.fetches)
 }
 
-func newHandler(t *testing.T, cfg *config.Tool, p Provider, now func() time.Time) *handler {
+func newHandler(t *testing.T, cfg *Settings, p Provider, now func() time.Time) *handler {
 	t.Helper()
-	_, h, err := NewWithProvider(cfg, p, now)
+	_, h, err := NewWithProvider(nil, cfg, p, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestToolOverBinance(t *testing.T) {
 	k, url := newKlinesServer(t, "", map[string][]Candle{"BTCUSDT": candles})
 	// The clock sits inside the last candle's hour: it is still open.
 	clk := &clock{t: candles[len(candles)-1].OpenTime.Add(30 * time.Minute)}
-	_, h, err := New(&config.Tool{BaseURL: url}, clk.Now)
+	_, h, err := New(nil, &Settings{BaseURL: url}, clk.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func TestCacheTTL(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := &fakeProvider{candles: makeCandles(taLibClose, time.Hour)}
 			clk := &clock{t: t0}
-			h := newHandler(t, &config.Tool{CacheTTL: config.Duration(tt.ttl)}, p, clk.Now)
+			h := newHandler(t, &Settings{CacheTTL: config.Duration(tt.ttl)}, p, clk.Now)
 			steps := []struct {
 				at        time.Duration
 				timeframe string
@@ -266,7 +266,7 @@ func TestFailedFetchIsNotCachedAndKeepsItsClass(t *testing.T) {
 
 func TestUnknownAssetThroughBinance(t *testing.T) {
 	_, url := newKlinesServer(t, "", map[string][]Candle{})
-	_, h, err := New(&config.Tool{BaseURL: url}, nil)
+	_, h, err := New(nil, &Settings{BaseURL: url}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +284,7 @@ func TestToolOverCSV(t *testing.T) {
 		fmt.Fprintf(&b, "%s,%v,%v,%v,%v,%v\n", c.OpenTime.Format(time.RFC3339), c.Open, c.High, c.Low, c.Close, c.Volume)
 	}
 	writeFile(t, dir, "BTC_4h.csv", b.String())
-	_, h, err := New(&config.Tool{Provider: "csv", DataDir: dir}, (&clock{t: t0.AddDate(1, 0, 0)}).Now)
+	_, h, err := New(nil, &Settings{Provider: "csv", DataDir: dir}, (&clock{t: t0.AddDate(1, 0, 0)}).Now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -420,7 +420,7 @@ func TestCacheIsSwept(t *testing.T) {
 
 func TestSpecAndConfiguration(t *testing.T) {
 	zero := 0
-	spec, _, err := NewWithProvider(nil, &fakeProvider{}, nil)
+	spec, _, err := NewWithProvider(nil, nil, &fakeProvider{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -438,7 +438,7 @@ func TestSpecAndConfiguration(t *testing.T) {
 	}
 
 	spec, _, err = NewWithProvider(&config.Tool{Name: "ta", Description: "Indicators.", Timeout: config.Duration(4 * time.Second),
-		Retries: &config.Retries{Max: &zero}, EMAPeriods: []int{21, 9, 21}}, &fakeProvider{}, nil)
+		Retries: &config.Retries{Max: &zero}}, &Settings{EMAPeriods: []int{21, 9, 21}}, &fakeProvider{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -452,7 +452,7 @@ func TestSpecAndConfiguration(t *testing.T) {
 		limit int
 	}{{nil, 500}, {[]int{9, 21}, 500}, {[]int{400}, 700}, {[]int{900}, 1000}, {[]int{1000}, 1000}} {
 		p := &fakeProvider{candles: makeCandles(taLibClose, time.Hour)}
-		h := newHandler(t, &config.Tool{EMAPeriods: tt.emas}, p, nil)
+		h := newHandler(t, &Settings{EMAPeriods: tt.emas}, p, nil)
 		call(t, h, `{"asset":"BTC","timeframe":"1h","indicators":["ema"]}`)
 		if got := p.fetches[0].limit; got != tt.limit {
 			t.Errorf("ema_periods %v: limit %d, want %d", tt.emas, got, tt.limit)
@@ -461,24 +461,25 @@ func TestSpecAndConfiguration(t *testing.T) {
 
 	bad := []struct {
 		cfg  *config.Tool
+		set  *Settings
 		want string
 	}{
-		{&config.Tool{EMAPeriods: []int{1}}, "ema_periods: 1 is outside 2..1000"},
-		{&config.Tool{EMAPeriods: []int{20, 1001}}, "ema_periods: 1001 is outside"},
-		{&config.Tool{Provider: "kraken"}, `provider "kraken" is not binance or csv`},
-		{&config.Tool{Provider: "csv"}, "the csv provider needs data_dir"},
-		{&config.Tool{Provider: "csv", DataDir: t.TempDir() + "/missing"}, "data_dir"},
-		{&config.Tool{BaseURL: "ftp://x"}, "scheme must be http or https"},
-		{&config.Tool{CacheTTL: config.Duration(-time.Second)}, "cache_ttl must not be negative"},
-		{&config.Tool{Timeout: config.Duration(-time.Second)}, "timeout must be positive"},
-		{&config.Tool{Parameters: config.JSON(`"x"`)}, "parameters must be a JSON Schema object"},
+		{nil, &Settings{EMAPeriods: []int{1}}, "ema_periods: 1 is outside 2..1000"},
+		{nil, &Settings{EMAPeriods: []int{20, 1001}}, "ema_periods: 1001 is outside"},
+		{nil, &Settings{Provider: "kraken"}, `provider "kraken" is not binance or csv`},
+		{nil, &Settings{Provider: "csv"}, "the csv provider needs data_dir"},
+		{nil, &Settings{Provider: "csv", DataDir: t.TempDir() + "/missing"}, "data_dir"},
+		{nil, &Settings{BaseURL: "ftp://x"}, "scheme must be http or https"},
+		{nil, &Settings{CacheTTL: config.Duration(-time.Second)}, "cache_ttl must not be negative"},
+		{&config.Tool{Timeout: config.Duration(-time.Second)}, nil, "timeout must be positive"},
+		{&config.Tool{Parameters: config.JSON(`"x"`)}, nil, "parameters must be a JSON Schema object"},
 	}
 	for _, b := range bad {
-		if _, _, err := New(b.cfg, nil); err == nil || !strings.Contains(err.Error(), b.want) {
-			t.Errorf("New(%+v): err = %v, want %q", b.cfg, err, b.want)
+		if _, _, err := New(b.cfg, b.set, nil); err == nil || !strings.Contains(err.Error(), b.want) {
+			t.Errorf("New(%+v, %+v): err = %v, want %q", b.cfg, b.set, err, b.want)
 		}
 	}
-	if _, _, err := NewWithProvider(nil, nil, nil); err == nil {
+	if _, _, err := NewWithProvider(nil, nil, nil, nil); err == nil {
 		t.Error("NewWithProvider without a provider accepted")
 	}
 }

@@ -51,11 +51,32 @@ type AccountReader interface {
 
 var _ AccountReader = (*execsvc.Client)(nil)
 
-// New returns the tool's Spec and Handler. cfg may be nil (all defaults);
-// client is required; now is the clock of the cache (nil: time.Now).
-func New(cfg *config.Tool, client AccountReader, now func() time.Time) (tool.Spec, tool.Handler, error) {
+// Settings are the keys of a current_position tool's section besides
+// those every tool has. The account is read from the Execution Service at
+// execution_service.url.
+type Settings struct {
+	// CacheTTL is how long a snapshot is reused; default DefaultCacheTTL.
+	CacheTTL config.Duration `yaml:"cache_ttl"`
+}
+
+// Check has nothing to report: a duration is never negative once decoded.
+func (s *Settings) Check(config.Reporter) {}
+
+// ToolKind is what configuration knows of the kind: a data query's
+// timeout, and its settings.
+func ToolKind() config.ToolKind {
+	return config.ToolKind{Timeout: DefaultTimeout, Settings: func() config.ToolSettings { return &Settings{} }}
+}
+
+// New returns the tool's Spec and Handler. cfg and set may be nil (all
+// defaults); client is required; now is the clock of the cache (nil:
+// time.Now).
+func New(cfg *config.Tool, set *Settings, client AccountReader, now func() time.Time) (tool.Spec, tool.Handler, error) {
 	if cfg == nil {
 		cfg = &config.Tool{}
+	}
+	if set == nil {
+		set = &Settings{}
 	}
 	if client == nil {
 		return tool.Spec{}, nil, errors.New("current_position: the Execution Service client is missing (configure execution_service.url)")
@@ -65,7 +86,7 @@ func New(cfg *config.Tool, client AccountReader, now func() time.Time) (tool.Spe
 	if err != nil {
 		return tool.Spec{}, nil, err
 	}
-	ttl := cfg.CacheTTL.D()
+	ttl := set.CacheTTL.D()
 	switch {
 	case ttl < 0:
 		return tool.Spec{}, nil, fmt.Errorf("%s: cache_ttl must not be negative, got %s", spec.Name, ttl)

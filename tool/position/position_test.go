@@ -75,9 +75,9 @@ func client(t *testing.T, url string) *execsvc.Client {
 	return c
 }
 
-func newTool(t *testing.T, cfg *config.Tool, c AccountReader, now func() time.Time) tool.Handler {
+func newTool(t *testing.T, cfg *Settings, c AccountReader, now func() time.Time) tool.Handler {
 	t.Helper()
-	_, h, err := New(cfg, c, now)
+	_, h, err := New(nil, cfg, c, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func TestFreshFetchReturnsTheAccount(t *testing.T) {
 func TestCacheWithinTTLAndRefetchAfter(t *testing.T) {
 	m, c := startMock(t, account())
 	clk := &clock{t: t0}
-	h := newTool(t, &config.Tool{CacheTTL: config.Duration(30 * time.Second)}, c, clk.Now)
+	h := newTool(t, &Settings{CacheTTL: config.Duration(30 * time.Second)}, c, clk.Now)
 
 	steps := []struct {
 		at   time.Duration
@@ -150,7 +150,7 @@ func TestCacheWithinTTLAndRefetchAfter(t *testing.T) {
 func TestDefaultTTLIsThirtySeconds(t *testing.T) {
 	m, c := startMock(t, account())
 	clk := &clock{t: t0}
-	h := newTool(t, &config.Tool{}, c, clk.Now)
+	h := newTool(t, &Settings{}, c, clk.Now)
 	for _, at := range []time.Duration{0, 29 * time.Second, 30 * time.Second} {
 		clk.Set(t0.Add(at))
 		if _, err := h.Call(context.Background(), nil); err != nil {
@@ -341,7 +341,7 @@ func TestSpec(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, _, err := New(tt.cfg, &blockingReader{}, nil)
+			got, _, err := New(tt.cfg, nil, &blockingReader{}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -361,18 +361,19 @@ func TestNewRejects(t *testing.T) {
 	tests := []struct {
 		name    string
 		cfg     *config.Tool
+		set     *Settings
 		reader  AccountReader
 		wantErr string
 	}{
-		{"no client", nil, nil, "client is missing"},
-		{"negative ttl", &config.Tool{CacheTTL: config.Duration(-time.Second)}, &blockingReader{}, "cache_ttl must not be negative"},
-		{"negative timeout", &config.Tool{Timeout: config.Duration(-time.Second)}, &blockingReader{}, "timeout must be positive"},
-		{"negative retries", &config.Tool{Retries: &config.Retries{Max: &neg}}, &blockingReader{}, "retries.max must not be negative"},
-		{"parameters not an object", &config.Tool{Parameters: config.JSON(`[1]`)}, &blockingReader{}, "parameters must be a JSON Schema object"},
+		{"no client", nil, nil, nil, "client is missing"},
+		{"negative ttl", nil, &Settings{CacheTTL: config.Duration(-time.Second)}, &blockingReader{}, "cache_ttl must not be negative"},
+		{"negative timeout", &config.Tool{Timeout: config.Duration(-time.Second)}, nil, &blockingReader{}, "timeout must be positive"},
+		{"negative retries", &config.Tool{Retries: &config.Retries{Max: &neg}}, nil, &blockingReader{}, "retries.max must not be negative"},
+		{"parameters not an object", &config.Tool{Parameters: config.JSON(`[1]`)}, nil, &blockingReader{}, "parameters must be a JSON Schema object"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, _, err := New(tt.cfg, tt.reader, nil)
+			_, _, err := New(tt.cfg, tt.set, tt.reader, nil)
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Errorf("err = %v, want one containing %q", err, tt.wantErr)
 			}

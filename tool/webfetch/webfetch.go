@@ -21,12 +21,14 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/agentrunner/agentrunner/config"
+	"github.com/agentrunner/agentrunner/internal/neterr"
+	"github.com/agentrunner/agentrunner/internal/retryafter"
+	"github.com/agentrunner/agentrunner/internal/safeurl"
 	"github.com/agentrunner/agentrunner/tool"
 )
 
@@ -75,12 +77,43 @@ const parameters = `{
   "additionalProperties": false
 }`
 
-// New builds the tool from its configuration (nil means all defaults).
-// web_fetch needs no secret, so lookupEnv is not used; it is there so
+// Settings are the keys of a web_fetch tool's section besides those every
+// tool has.
+type Settings struct {
+	// AllowHosts lets the tool reach these hosts (host or host:port) even
+	// when they resolve to private addresses.
+	AllowHosts []string `yaml:"allow_hosts"`
+	// MaxBytes bounds a fetched body; default DefaultMaxBytes.
+	MaxBytes int `yaml:"max_bytes"`
+	// MaxRedirects bounds redirects; default DefaultMaxRedirects.
+	MaxRedirects int `yaml:"max_redirects"`
+}
+
+// Check reports negative limits; allowed hosts are checked when the tool
+// is built.
+func (s *Settings) Check(report config.Reporter) {
+	if s.MaxBytes < 0 {
+		report("max_bytes", "must not be negative, got %d", s.MaxBytes)
+	}
+	if s.MaxRedirects < 0 {
+		report("max_redirects", "must not be negative, got %d", s.MaxRedirects)
+	}
+}
+
+// ToolKind is what configuration knows of the kind: its settings.
+func ToolKind() config.ToolKind {
+	return config.ToolKind{Timeout: DefaultTimeout, Settings: func() config.ToolSettings { return &Settings{} }}
+}
+
+// New builds the tool from its configuration and settings (nil means all
+// defaults). web_fetch needs no secret, so lookupEnv is not used; it is there so
 // every web tool is built the same way.
-func New(cfg *config.Tool, lookupEnv func(string) (string, bool)) (tool.Spec, tool.Handler, error) {
+func New(cfg *config.Tool, set *Settings, lookupEnv func(string) (string, bool)) (tool.Spec, tool.Handler, error) {
 	if cfg == nil {
 		cfg = &config.Tool{}
+	}
+	if set == nil {
+		set = &Settings{}
 	}
 	name := cfg.Name
 	if name == "" {
@@ -94,7 +127,7 @@ func New(cfg *config.Tool, lookupEnv func(string) (string, bool)) (tool.Spec, to
 	if err != nil {
 		return tool.Spec{}, nil, err
 	}
-	f, err := newFetcher(name, cfg, spec.Timeout)
+	f, err := newFetcher(name, set, spec.Timeout)
 	if err != nil {
 		return tool.Spec{}, nil, err
 	}
@@ -115,7 +148,7 @@ var _ tool.Handler = (*fetcher)(nil)
 
 // newFetcher builds the HTTP client: the guard's dialer, no proxy, and a
 // redirect policy that re-checks every hop.
-func newFetcher(name string, cfg *config.Tool, timeout time.Duration) (*fetcher, error) {
+func newFetcher(name string, cfg *Settings, timeout time.Duration) (*fetcher, error) {
 	if cfg.MaxBytes < 0 {
 		return nil, fmt.Errorf("tool %q: max_bytes %d is negative", name, cfg.MaxBytes)
 	}
@@ -164,7 +197,7 @@ func (f *fetcher) checkRedirect(req *http.Request, via []*http.Request) error {
 		return &redirectError{max: f.maxRedirects}
 	}
 	if err := f.guard.checkURL(req.URL); err != nil {
-		return fmt.Errorf("redirect to %s refused: %w", safeURL(req.URL), err)
+		return fmt.Errorf("redirect to %s refused: %w", safeurl.String(req.URL), err)
 	}
 	req.Header.Set("User-Agent", UserAgent)
 	return nil
@@ -245,7 +278,7 @@ func (f *fetcher) Call(ctx context.Context, raw json.RawMessage) (string, error)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.url.String(), nil)
 	if err != nil {
-		return "", fmt.Errorf("invalid arguments: cannot request %s: %v", safeURL(r.url), urlCause(err))
+		return "", fmt.Errorf("invalid arguments: cannot request %s: %v", safeurl.String(r.url), urlCause(err))
 	}
 	req.Header.Set("User-Agent", UserAgent)
 	req.Header.Set("Accept", "text/html,application/xhtml+xml,text/markdown;q=0.9,text/plain;q=0.9,application/json;q=0.8,*/*;q=0.5")
@@ -262,18 +295,18 @@ func (f *fetcher) Call(ctx context.Context, raw json.RawMessage) (string, error)
 	contentType := resp.Header.Get("Content-Type")
 	if mt := mediaType(contentType); classify(mt) == kindBinary {
 		// Known binary: refused without downloading it.
-		return "", fmt.Errorf("%s: %w", safeURL(final), &binaryError{mediaType: mt})
+		return "", fmt.Errorf("%s: %w", safeurl.String(final), &binaryError{mediaType: mt})
 	}
 	body, truncated, err := readCapped(resp.Body, f.maxBytes)
 	if err != nil {
-		return "", tool.Transient(fmt.Errorf("reading %s failed: %s", safeURL(final), netCause(err)))
+		return "", tool.Transient(fmt.Errorf("reading %s failed: %s", safeurl.String(final), neterr.Reason(err)))
 	}
 	if truncated {
 		body = dropPartialRune(body)
 	}
 	doc, err := convert(body, contentType, final, r.format)
 	if err != nil {
-		return "", fmt.Errorf("%s: %w", safeURL(final), err)
+		return "", fmt.Errorf("%s: %w", safeurl.String(final), err)
 	}
 	return message(final, doc, truncated, f.maxBytes), nil
 }
@@ -281,7 +314,7 @@ func (f *fetcher) Call(ctx context.Context, raw json.RawMessage) (string, error)
 // message is what the model is shown: a header, then the content.
 func message(final *url.URL, doc document, truncated bool, maxBytes int64) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "URL: %s\n", safeURL(final))
+	fmt.Fprintf(&b, "URL: %s\n", safeurl.String(final))
 	if doc.Title != "" {
 		fmt.Fprintf(&b, "Title: %s\n", doc.Title)
 	}
@@ -319,10 +352,10 @@ func (f *fetcher) statusError(resp *http.Response, final *url.URL) error {
 	if code >= 200 && code < 300 {
 		return nil
 	}
-	err := fmt.Errorf("fetching %s failed: HTTP %d %s", safeURL(final), code, http.StatusText(code))
+	err := fmt.Errorf("fetching %s failed: HTTP %d %s", safeurl.String(final), code, http.StatusText(code))
 	switch {
 	case code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable:
-		if wait, ok := f.retryAfter(resp.Header.Get("Retry-After")); ok {
+		if wait, ok := retryafter.Parse(resp.Header.Get("Retry-After"), f.now()); ok {
 			if wait > maxRetryAfter {
 				return fmt.Errorf("%w; the server asks to wait %s", err, wait.Round(time.Second))
 			}
@@ -339,30 +372,14 @@ func (f *fetcher) statusError(resp *http.Response, final *url.URL) error {
 	}
 }
 
-// retryAfter parses a Retry-After header: seconds or an HTTP date.
-func (f *fetcher) retryAfter(v string) (time.Duration, bool) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0, false
-	}
-	if secs, err := strconv.ParseInt(v, 10, 32); err == nil && secs >= 0 {
-		return time.Duration(secs) * time.Second, secs > 0
-	}
-	if at, err := http.ParseTime(v); err == nil {
-		wait := at.Sub(f.now())
-		return wait, wait > 0
-	}
-	return 0, false
-}
-
 // requestError classifies a failed request: refusals, bad certificates,
 // unknown hosts and redirect loops are final; the rest may pass.
 func (f *fetcher) requestError(orig *url.URL, err error) error {
-	where := safeURL(orig)
+	where := safeurl.String(orig)
 	var ue *url.Error
 	if errors.As(err, &ue) && ue.URL != "" && ue.URL != orig.String() {
 		if u, perr := url.Parse(ue.URL); perr == nil {
-			where += " (redirected to " + safeURL(u) + ")"
+			where += " (redirected to " + safeurl.String(u) + ")"
 		}
 	}
 	var (
@@ -381,48 +398,13 @@ func (f *fetcher) requestError(orig *url.URL, err error) error {
 	case errors.As(err, &redirect):
 		return fmt.Errorf("fetching %s: %s", where, redirect.Error())
 	case errors.As(err, &certErr), errors.As(err, &unknown), errors.As(err, &hostErr), errors.As(err, &invalid):
-		return fmt.Errorf("fetching %s: the site's TLS certificate is not valid: %s", where, netCause(err))
+		return fmt.Errorf("fetching %s: the site's TLS certificate is not valid: %s", where, neterr.Reason(err))
 	case errors.As(err, &recErr):
 		return fmt.Errorf("fetching %s: the server does not speak TLS on this port", where)
 	case errors.As(err, &dnsErr) && dnsErr.IsNotFound:
 		return fmt.Errorf("fetching %s: the host %s was not found", where, dnsErr.Name)
-	case errors.Is(err, context.DeadlineExceeded), isTimeout(err):
+	case neterr.Classify(err) == neterr.Timeout:
 		return tool.Transient(fmt.Errorf("fetching %s timed out", where))
 	}
-	return tool.Transient(fmt.Errorf("fetching %s failed: %s", where, netCause(err)))
-}
-
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
-}
-
-// netCause is the innermost useful text of a network error, without the
-// request line url.Error adds.
-func netCause(err error) string {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		err = ue.Err
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return "timed out"
-	}
-	if errors.Is(err, context.Canceled) {
-		return "cancelled"
-	}
-	return err.Error()
-}
-
-// safeURL prints a URL for a message; the guard refuses credentials in
-// URLs, but a message never shows a password, whatever happened.
-func safeURL(u *url.URL) string {
-	if u == nil {
-		return ""
-	}
-	if u.User != nil {
-		c := *u
-		c.User = nil
-		return c.String()
-	}
-	return u.String()
+	return tool.Transient(fmt.Errorf("fetching %s failed: %s", where, neterr.Reason(err)))
 }

@@ -129,15 +129,21 @@ func (s *site) total() int {
 }
 
 // newFetcherFor builds the tool with the site's host:port allowed.
-func newFetcherFor(t *testing.T, s *site, cfg config.Tool) *fetcher {
+func newFetcherFor(t *testing.T, s *site, set Settings) *fetcher {
+	t.Helper()
+	return newFetcherWith(t, s, config.Tool{}, set)
+}
+
+// newFetcherWith is newFetcherFor with the settings every tool has.
+func newFetcherWith(t *testing.T, s *site, cfg config.Tool, set Settings) *fetcher {
 	t.Helper()
 	if s != nil {
-		cfg.AllowHosts = append(cfg.AllowHosts, s.hostPort())
+		set.AllowHosts = append(set.AllowHosts, s.hostPort())
 	}
-	if cfg.MaxBytes == 0 {
-		cfg.MaxBytes = testMaxBytes
+	if set.MaxBytes == 0 {
+		set.MaxBytes = testMaxBytes
 	}
-	_, h, err := New(&cfg, nil)
+	_, h, err := New(&cfg, &set, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +164,7 @@ func fetchArgs(u, format string) string {
 
 func TestFetchArticle(t *testing.T) {
 	s := newSite(t)
-	f := newFetcherFor(t, s, config.Tool{})
+	f := newFetcherFor(t, s, Settings{})
 	for _, format := range []string{"", FormatMarkdown, FormatText} {
 		t.Run("format="+format, func(t *testing.T) {
 			out, err := call(t, f, fetchArgs(s.URL+"/article#comments", format))
@@ -192,7 +198,7 @@ func TestFetchArticle(t *testing.T) {
 
 func TestFetchPages(t *testing.T) {
 	s := newSite(t)
-	f := newFetcherFor(t, s, config.Tool{MaxRedirects: 3})
+	f := newFetcherFor(t, s, Settings{MaxRedirects: 3})
 	tests := []struct {
 		name, path, format string
 		want               string // the whole output, with {site} for the server URL
@@ -225,7 +231,7 @@ func TestFetchPages(t *testing.T) {
 
 func TestFetchTruncatesAtMaxBytes(t *testing.T) {
 	s := newSite(t)
-	f := newFetcherFor(t, s, config.Tool{})
+	f := newFetcherFor(t, s, Settings{})
 	out, err := call(t, f, fetchArgs(s.URL+"/huge", ""))
 	if err != nil {
 		t.Fatal(err)
@@ -244,7 +250,7 @@ func TestFetchTruncatesAtMaxBytes(t *testing.T) {
 
 func TestFetchFailures(t *testing.T) {
 	s := newSite(t)
-	f := newFetcherFor(t, s, config.Tool{MaxRedirects: 3})
+	f := newFetcherFor(t, s, Settings{MaxRedirects: 3})
 	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 	f.now = func() time.Time { return now }
 	tests := []struct {
@@ -259,12 +265,14 @@ func TestFetchFailures(t *testing.T) {
 		{name: "binary without a type", path: "/download", want: "the content is image/png"},
 		{name: "redirect chain over the cap", path: "/redirect/4", want: "stopped after 3 redirects"},
 		{name: "404", path: "/status/404", want: "HTTP 404 Not Found"},
+		{name: "token in the query", path: "/status/404?page=2&access_token=s3cret#frag", want: "/status/404?page=2&access_token=REDACTED failed: HTTP 404"},
 		{name: "403", path: "/status/403", want: "HTTP 403 Forbidden"},
 		{name: "500", path: "/status/500", want: "HTTP 500", transient: true},
 		{name: "502", path: "/status/502", want: "HTTP 502", transient: true},
 		{name: "429 with retry-after", path: "/status/429?retry_after=7", want: "HTTP 429", transient: true, wait: 7 * time.Second},
 		{name: "503 with a date", path: "/status/503?retry_after=" + url.QueryEscape(now.Add(time.Minute).Format(http.TimeFormat)), want: "HTTP 503", transient: true, wait: time.Minute},
 		{name: "429 asking too long", path: "/status/429?retry_after=86400", want: "asks to wait 24h0m0s"},
+		{name: "429 asking beyond any bound", path: "/status/429?retry_after=99999999999", want: "asks to wait"},
 		{name: "429 plain", path: "/status/429", want: "HTTP 429", transient: true},
 	}
 	for _, tt := range tests {
@@ -283,7 +291,7 @@ func TestFetchFailures(t *testing.T) {
 
 func TestFetchTimeoutIsTransient(t *testing.T) {
 	s := newSite(t)
-	f := newFetcherFor(t, s, config.Tool{Timeout: config.Duration(200 * time.Millisecond)})
+	f := newFetcherWith(t, s, config.Tool{Timeout: config.Duration(200 * time.Millisecond)}, Settings{})
 	_, err := call(t, f, fetchArgs(s.URL+"/slow", ""))
 	if err == nil || !tool.IsTransient(err) || !strings.Contains(err.Error(), "timed out") {
 		t.Fatalf("error = %v, want a transient timeout", err)
@@ -292,7 +300,7 @@ func TestFetchTimeoutIsTransient(t *testing.T) {
 
 func TestFetchConnectionRefusedIsTransient(t *testing.T) {
 	s := newSite(t)
-	f := newFetcherFor(t, s, config.Tool{})
+	f := newFetcherFor(t, s, Settings{})
 	s.Close()
 	_, err := call(t, f, fetchArgs(s.URL+"/article", ""))
 	if err == nil || !tool.IsTransient(err) {
@@ -305,7 +313,7 @@ func TestFetchConnectionRefusedIsTransient(t *testing.T) {
 func TestSSRFRefusals(t *testing.T) {
 	s := newSite(t) // a live server on 127.0.0.1: it must see no request
 	port := s.Listener.Addr().(*net.TCPAddr).Port
-	f := newFetcherFor(t, nil, config.Tool{})
+	f := newFetcherFor(t, nil, Settings{})
 	tests := []struct {
 		url  string
 		want string
@@ -365,7 +373,7 @@ func TestSSRFRedirects(t *testing.T) {
 	s := newSite(t)
 	other := newSite(t) // another loopback server, not allowed
 	otherPort := other.Listener.Addr().(*net.TCPAddr).Port
-	f := newFetcherFor(t, s, config.Tool{})
+	f := newFetcherFor(t, s, Settings{})
 	tests := []struct {
 		target string
 		want   string
@@ -421,7 +429,7 @@ func (r fakeResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Ad
 func TestSSRFResolvedNames(t *testing.T) {
 	s := newSite(t)
 	port := s.Listener.Addr().(*net.TCPAddr).Port
-	f := newFetcherFor(t, nil, config.Tool{AllowHosts: []string{fmt.Sprintf("Intranet.Example:%d", port)}})
+	f := newFetcherFor(t, nil, Settings{AllowHosts: []string{fmt.Sprintf("Intranet.Example:%d", port)}})
 	f.guard.resolver = fakeResolver{
 		"evil.example":     {"127.0.0.1"},
 		"v6.example":       {"::1"},
@@ -498,7 +506,7 @@ func TestNoProxyFromEnvironment(t *testing.T) {
 	port := s.Listener.Addr().(*net.TCPAddr).Port
 	// A name, not a loopback literal: net/http never proxies loopback, so
 	// only a name can show whether a proxy would be used.
-	f := newFetcherFor(t, nil, config.Tool{AllowHosts: []string{"site.example", proxy.hostPort()}})
+	f := newFetcherFor(t, nil, Settings{AllowHosts: []string{"site.example", proxy.hostPort()}})
 	f.guard.resolver = fakeResolver{"site.example": {"127.0.0.1"}}
 	if tr, ok := f.client.Transport.(*http.Transport); !ok || tr.Proxy != nil {
 		t.Fatal("the transport may use a proxy")
@@ -515,7 +523,7 @@ func TestNoProxyFromEnvironment(t *testing.T) {
 }
 
 func TestFetchArguments(t *testing.T) {
-	f := newFetcherFor(t, nil, config.Tool{})
+	f := newFetcherFor(t, nil, Settings{})
 	tests := []struct{ args, want string }{
 		{`{}`, "url is required"},
 		{`{"url": "  "}`, "url is required"},
@@ -543,6 +551,7 @@ func TestNew(t *testing.T) {
 	tests := []struct {
 		name    string
 		cfg     *config.Tool
+		set     *Settings
 		want    tool.Spec
 		wantErr string
 	}{
@@ -554,15 +563,15 @@ func TestNew(t *testing.T) {
 			want: tool.Spec{Name: "fetch", Description: "Read a page.", Parameters: json.RawMessage(`{"type":"object","properties":{"url":{"type":"string"}}}`),
 				Timeout: 10 * time.Second, Retries: 5, Backoff: 3 * time.Second, BreakerFailures: 5, BreakerOpenFor: time.Minute}},
 		{name: "wrong kind", cfg: &config.Tool{Name: "x", Kind: "web_search"}, wantErr: `kind is "web_search", not web_fetch`},
-		{name: "negative max_bytes", cfg: &config.Tool{MaxBytes: -1}, wantErr: "max_bytes -1 is negative"},
-		{name: "negative max_redirects", cfg: &config.Tool{MaxRedirects: -2}, wantErr: "max_redirects -2 is negative"},
-		{name: "allow_hosts with a scheme", cfg: &config.Tool{AllowHosts: []string{"ok.example", "http://bad.example/"}}, wantErr: "allow_hosts[1]"},
-		{name: "allow_hosts empty entry", cfg: &config.Tool{AllowHosts: []string{""}}, wantErr: "allow_hosts[0]: is empty"},
-		{name: "allow_hosts bad port", cfg: &config.Tool{AllowHosts: []string{"a.example:0"}}, wantErr: "invalid port"},
+		{name: "negative max_bytes", set: &Settings{MaxBytes: -1}, wantErr: "max_bytes -1 is negative"},
+		{name: "negative max_redirects", set: &Settings{MaxRedirects: -2}, wantErr: "max_redirects -2 is negative"},
+		{name: "allow_hosts with a scheme", set: &Settings{AllowHosts: []string{"ok.example", "http://bad.example/"}}, wantErr: "allow_hosts[1]"},
+		{name: "allow_hosts empty entry", set: &Settings{AllowHosts: []string{""}}, wantErr: "allow_hosts[0]: is empty"},
+		{name: "allow_hosts bad port", set: &Settings{AllowHosts: []string{"a.example:0"}}, wantErr: "invalid port"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			spec, h, err := New(tt.cfg, func(string) (string, bool) { return "", false })
+			spec, h, err := New(tt.cfg, tt.set, func(string) (string, bool) { return "", false })
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)

@@ -27,6 +27,9 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/agentrunner/agentrunner/config"
+	"github.com/agentrunner/agentrunner/internal/clip"
+	"github.com/agentrunner/agentrunner/internal/neterr"
+	"github.com/agentrunner/agentrunner/internal/retryafter"
 	"github.com/agentrunner/agentrunner/tool"
 )
 
@@ -91,14 +94,51 @@ const parameters = `{
 // freshness maps recency to Brave's freshness parameter.
 var freshness = map[string]string{"day": "pd", "week": "pw", "month": "pm", "year": "py"}
 
-// New builds the tool from its configuration (nil means all defaults).
-// lookupEnv reads secrets (os.LookupEnv in production; nil means that). It
+// Settings are the keys of a web_search tool's section besides those
+// every tool has.
+type Settings struct {
+	// BaseURL of the Brave Search API; default DefaultBaseURL.
+	BaseURL string `yaml:"base_url"`
+	// APIKeyEnv names the variable holding the API key; default
+	// DefaultAPIKeyEnv.
+	APIKeyEnv string `yaml:"api_key_env"`
+}
+
+// Check reports a base URL that is not http(s) and a key variable that is
+// not a variable's name (the key itself, pasted by mistake).
+func (s *Settings) Check(report config.Reporter) {
+	if s.BaseURL != "" {
+		config.CheckURL(report, "base_url", s.BaseURL)
+	}
+	if s.APIKeyEnv != "" && !config.IsEnvName(s.APIKeyEnv) {
+		report("api_key_env", "%q is not an environment variable name (give the name of the variable that holds the key, not the key)", s.APIKeyEnv)
+	}
+}
+
+// ToolKind is what configuration knows of the kind: its settings.
+func ToolKind() config.ToolKind {
+	return config.ToolKind{Timeout: DefaultTimeout, Settings: func() config.ToolSettings { return &Settings{} }}
+}
+
+// KeyEnv is the variable the tool reads its API key from.
+func (s *Settings) KeyEnv() string {
+	if s == nil || s.APIKeyEnv == "" {
+		return DefaultAPIKeyEnv
+	}
+	return s.APIKeyEnv
+}
+
+// New builds the tool from its configuration and settings (nil means all
+// defaults). lookupEnv reads secrets (os.LookupEnv in production; nil means that). It
 // fails with an error naming the variable when the API key is missing
 // (FR-139). The key is read again on each call, so a changed variable
 // takes effect without a restart (FR-140).
-func New(cfg *config.Tool, lookupEnv func(string) (string, bool)) (tool.Spec, tool.Handler, error) {
+func New(cfg *config.Tool, set *Settings, lookupEnv func(string) (string, bool)) (tool.Spec, tool.Handler, error) {
 	if cfg == nil {
 		cfg = &config.Tool{}
+	}
+	if set == nil {
+		set = &Settings{}
 	}
 	if lookupEnv == nil {
 		lookupEnv = os.LookupEnv
@@ -110,7 +150,7 @@ func New(cfg *config.Tool, lookupEnv func(string) (string, bool)) (tool.Spec, to
 	if cfg.Kind != "" && cfg.Kind != Kind {
 		return tool.Spec{}, nil, fmt.Errorf("tool %q: kind is %q, not %s", name, cfg.Kind, Kind)
 	}
-	base := cfg.BaseURL
+	base := set.BaseURL
 	if base == "" {
 		base = DefaultBaseURL
 	}
@@ -118,10 +158,7 @@ func New(cfg *config.Tool, lookupEnv func(string) (string, bool)) (tool.Spec, to
 	if err != nil {
 		return tool.Spec{}, nil, fmt.Errorf("tool %q: base_url: %w", name, err)
 	}
-	keyEnv := cfg.APIKeyEnv
-	if keyEnv == "" {
-		keyEnv = DefaultAPIKeyEnv
-	}
+	keyEnv := set.KeyEnv()
 	key, err := readKey(lookupEnv, keyEnv)
 	if err != nil {
 		return tool.Spec{}, nil, fmt.Errorf("tool %q: %w", name, err)
@@ -286,12 +323,12 @@ func (s *searcher) Call(ctx context.Context, raw json.RawMessage) (string, error
 	req.Header.Set("X-Subscription-Token", key)
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return "", tool.Transient(fmt.Errorf("Brave Search could not be reached: %s", networkCause(err)))
+		return "", tool.Transient(fmt.Errorf("Brave Search could not be reached: %s", neterr.Reason(err)))
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
 	if err != nil {
-		return "", tool.Transient(fmt.Errorf("reading the Brave Search response failed: %s", networkCause(err)))
+		return "", tool.Transient(fmt.Errorf("reading the Brave Search response failed: %s", neterr.Reason(err)))
 	}
 	if resp.StatusCode != http.StatusOK {
 		return "", s.statusError(resp, body, key)
@@ -314,22 +351,6 @@ func (s *searcher) Call(ctx context.Context, raw json.RawMessage) (string, error
 		return "", fmt.Errorf("encoding the results: %w", err)
 	}
 	return strings.TrimSuffix(out.String(), "\n"), nil
-}
-
-// networkCause is the reason of a failed request without the request URL
-// (which repeats the query and says nothing new).
-func networkCause(err error) string {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		err = ue.Err
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return "timed out"
-	}
-	if errors.Is(err, context.Canceled) {
-		return "cancelled"
-	}
-	return err.Error()
 }
 
 // statusError turns a non-200 answer into the error the model sees.
@@ -378,13 +399,8 @@ func (s *searcher) rateLimited(h http.Header, detail string) error {
 	if len(resets) > 0 && resets[0] >= 0 {
 		return s.withWait(err, time.Duration(resets[0])*time.Second)
 	}
-	if ra := strings.TrimSpace(h.Get("Retry-After")); ra != "" {
-		if secs, perr := strconv.ParseInt(ra, 10, 64); perr == nil && secs >= 0 && secs < math.MaxInt32 {
-			return s.withWait(err, time.Duration(secs)*time.Second)
-		}
-		if at, perr := http.ParseTime(ra); perr == nil {
-			return s.withWait(err, max(at.Sub(s.now()), 0))
-		}
+	if wait, ok := retryafter.Parse(h.Get("Retry-After"), s.now()); ok {
+		return s.withWait(err, wait)
 	}
 	return tool.Transient(err)
 }
@@ -455,10 +471,7 @@ func upstreamMessage(body []byte, key string) string {
 		msg = strings.ReplaceAll(msg, key, "[redacted]")
 	}
 	msg = strings.Join(strings.FieldsFunc(msg, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }), " ")
-	if utf8.RuneCountInString(msg) > maxMessage {
-		msg = string([]rune(msg)[:maxMessage]) + "…"
-	}
-	return msg
+	return clip.Runes(msg, maxMessage)
 }
 
 // Result is one normalised search result (FR-118), what the model gets.

@@ -90,7 +90,7 @@ func env(vars map[string]string) func(string) (string, bool) {
 
 func newTool(t *testing.T, f *fakeBrave) (tool.Spec, *searcher) {
 	t.Helper()
-	spec, h, err := New(&config.Tool{Name: "web_search", BaseURL: f.URL}, env(map[string]string{DefaultAPIKeyEnv: testKey}))
+	spec, h, err := New(&config.Tool{Name: "web_search"}, &Settings{BaseURL: f.URL}, env(map[string]string{DefaultAPIKeyEnv: testKey}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,6 +236,9 @@ func TestSearchRateLimit(t *testing.T) {
 		{name: "garbage reset ignored", header: http.Header{"X-Ratelimit-Reset": {"soon"}}, transient: true, wait: 0},
 		{name: "monthly quota used up", header: http.Header{"X-Ratelimit-Reset": {"1, 86400"}, "X-Ratelimit-Remaining": {"1, 0"}}, transient: false},
 		{name: "wait too long", header: http.Header{"Retry-After": {"3600"}}, transient: false},
+		{name: "wait beyond any bound", header: http.Header{"Retry-After": {"99999999999"}}, transient: false},
+		{name: "retry-after in the past: executor backs off", header: http.Header{"Retry-After": {now.Add(-time.Minute).Format(http.TimeFormat)}}, transient: true, wait: 0},
+		{name: "signed retry-after ignored", header: http.Header{"Retry-After": {"+3"}}, transient: true, wait: 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -355,7 +358,7 @@ func TestSearchReadsRotatedKey(t *testing.T) {
 		v, ok := vars[k]
 		return v, ok
 	}
-	_, h, err := New(&config.Tool{BaseURL: f.URL + "/", APIKeyEnv: "MY_BRAVE"}, lookup)
+	_, h, err := New(nil, &Settings{BaseURL: f.URL + "/", APIKeyEnv: "MY_BRAVE"}, lookup)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -384,20 +387,21 @@ func TestNewFailsWithoutKey(t *testing.T) {
 	tests := []struct {
 		name string
 		cfg  *config.Tool
+		set  *Settings
 		env  map[string]string
 		want string
 	}{
 		{name: "default variable unset", cfg: &config.Tool{}, env: nil, want: "set the environment variable BRAVE_API_KEY"},
-		{name: "named variable unset", cfg: &config.Tool{APIKeyEnv: "SEARCH_KEY"}, env: map[string]string{DefaultAPIKeyEnv: testKey}, want: "set the environment variable SEARCH_KEY"},
+		{name: "named variable unset", set: &Settings{APIKeyEnv: "SEARCH_KEY"}, env: map[string]string{DefaultAPIKeyEnv: testKey}, want: "set the environment variable SEARCH_KEY"},
 		{name: "empty", cfg: &config.Tool{}, env: map[string]string{DefaultAPIKeyEnv: "  "}, want: "BRAVE_API_KEY is empty"},
 		{name: "newline inside", cfg: &config.Tool{}, env: map[string]string{DefaultAPIKeyEnv: "abc\ndef"}, want: "BRAVE_API_KEY holds characters"},
-		{name: "bad base url", cfg: &config.Tool{BaseURL: "ftp://search.example"}, env: map[string]string{DefaultAPIKeyEnv: testKey}, want: "must be an http or https URL"},
-		{name: "base url with credentials", cfg: &config.Tool{BaseURL: "https://u:p@search.example"}, env: map[string]string{DefaultAPIKeyEnv: testKey}, want: "must not contain a user name"},
+		{name: "bad base url", set: &Settings{BaseURL: "ftp://search.example"}, env: map[string]string{DefaultAPIKeyEnv: testKey}, want: "must be an http or https URL"},
+		{name: "base url with credentials", set: &Settings{BaseURL: "https://u:p@search.example"}, env: map[string]string{DefaultAPIKeyEnv: testKey}, want: "must not contain a user name"},
 		{name: "wrong kind", cfg: &config.Tool{Name: "search", Kind: "web_fetch"}, env: map[string]string{DefaultAPIKeyEnv: testKey}, want: `kind is "web_fetch", not web_search`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, h, err := New(tt.cfg, env(tt.env))
+			_, h, err := New(tt.cfg, tt.set, env(tt.env))
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("New error = %v, want one containing %q", err, tt.want)
 			}
@@ -436,7 +440,7 @@ func TestSpec(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			spec, _, err := New(tt.cfg, key)
+			spec, _, err := New(tt.cfg, nil, key)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -450,7 +454,7 @@ func TestSpec(t *testing.T) {
 // TestSpecRegisters checks that the default schema is one the registry
 // accepts, and that it rejects what the handler rejects.
 func TestSpecRegisters(t *testing.T) {
-	spec, h, err := New(nil, env(map[string]string{DefaultAPIKeyEnv: testKey}))
+	spec, h, err := New(nil, nil, env(map[string]string{DefaultAPIKeyEnv: testKey}))
 	if err != nil {
 		t.Fatal(err)
 	}

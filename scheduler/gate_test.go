@@ -1,0 +1,125 @@
+package scheduler_test
+
+import (
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentrunner/agentrunner"
+)
+
+// manualClock is a clock that moves only when a test advances it; its
+// waits fire then.
+type manualClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	timers []manualTimer
+}
+
+type manualTimer struct {
+	at time.Time
+	ch chan time.Time
+}
+
+func (c *manualClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *manualClock) After(d time.Duration) <-chan time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch := make(chan time.Time, 1)
+	c.timers = append(c.timers, manualTimer{c.now.Add(d), ch})
+	return ch
+}
+
+func (c *manualClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	kept := c.timers[:0]
+	for _, t := range c.timers {
+		if t.at.After(c.now) {
+			kept = append(kept, t)
+		} else {
+			t.ch <- c.now
+		}
+	}
+	c.timers = kept
+}
+
+// approval is a pipeline whose gate sits between a draft and its
+// publication.
+func approval(gate *agentrunner.GateSpec) *agentrunner.Pipeline {
+	return &agentrunner.Pipeline{Name: "approval", Start: "draft", Steps: steps(
+		&agentrunner.Step{ID: "draft", Next: "signoff"},
+		&agentrunner.Step{ID: "signoff", Kind: agentrunner.KindGate, Next: "publish", Gate: gate},
+		&agentrunner.Step{ID: "publish", Next: agentrunner.EndStep},
+	)}
+}
+
+func TestAGateRejectedWithoutARouteFailsTheRun(t *testing.T) {
+	k := &scriptKind{}
+	h := newHarness(t, k, approval(nil))
+	h.run()
+	id := h.startRun("approval", nil)
+	h.waitGate(id, "signoff")
+	if err := h.decide(id, "signoff", 1, agentrunner.DecisionReject, ""); err != nil {
+		t.Fatal(err)
+	}
+	r, srs := h.waitDone(id)
+	if r.Status != agentrunner.RunFailed || !strings.Contains(r.Error, "rejected by tester") {
+		t.Fatalf("run is %s (%q); want failed, rejected by tester; %s", r.Status, r.Error, describe(srs))
+	}
+	for _, c := range k.Calls() {
+		if c.Step == "publish" {
+			t.Errorf("a rejected draft was published")
+		}
+	}
+}
+
+func TestAGateRoutedToAStepGoesThere(t *testing.T) {
+	k := &scriptKind{}
+	h := newHarness(t, k, approval(nil))
+	h.run()
+	id := h.startRun("approval", nil)
+	h.waitGate(id, "signoff")
+	if err := h.decide(id, "signoff", 1, agentrunner.DecisionRoute, "draft"); err != nil {
+		t.Fatal(err)
+	}
+	h.waitGate(id, "signoff") // the second visit's gate
+	if err := h.decide(id, "signoff", 2, agentrunner.DecisionApprove, ""); err != nil {
+		t.Fatal(err)
+	}
+	r, srs := h.waitDone(id)
+	want := "draft#1:succeeded signoff#1:succeeded[route] draft#2:succeeded signoff#2:succeeded[approve] publish#1:succeeded"
+	if r.Status != agentrunner.RunCompleted || describe(sortByOpened(srs)) != want {
+		t.Fatalf("run %s: %s\nwant %s", r.Status, describe(sortByOpened(srs)), want)
+	}
+}
+
+func TestAGateTimesOutWithItsDefaultDecision(t *testing.T) {
+	clock := &manualClock{now: time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)}
+	k := &scriptKind{}
+	h := newHarness(t, k, approval(&agentrunner.GateSpec{Timeout: time.Hour, Default: agentrunner.DecisionApprove}))
+	h.clock = clock
+	h.run()
+	id := h.startRun("approval", nil)
+	h.waitGate(id, "signoff")
+	clock.Advance(59 * time.Minute)
+	h.sched.Wake()
+	h.waitGate(id, "signoff") // not yet
+	clock.Advance(2 * time.Minute)
+	r, srs := h.waitDone(id)
+	if r.Status != agentrunner.RunCompleted {
+		t.Fatalf("run is %s: %s", r.Status, describe(srs))
+	}
+	for _, sr := range srs {
+		if sr.Step == "signoff" && (sr.Decision == nil || sr.Decision.Operator != "timeout" || sr.Decision.Action != agentrunner.DecisionApprove) {
+			t.Errorf("the gate's decision is %+v, want the default approve by timeout", sr.Decision)
+		}
+	}
+}

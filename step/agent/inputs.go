@@ -1,0 +1,130 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/artifact"
+	"github.com/agentrunner/agentrunner/config"
+	"github.com/agentrunner/agentrunner/memory"
+)
+
+// historyScan is how many earlier runs a history input looks at; at 4
+// cycles a day, most of a year.
+const historyScan = 1000
+
+// inputs resolves the agent's inputs to paths (FR-039/151), in
+// configuration order. Memory files are created from the template on
+// first use (FR-176..178).
+func (at *attempt) inputs(ctx context.Context) ([]agentrunner.Input, error) {
+	a := at.agent
+	if a.Memory {
+		if err := at.ensureMemory(a.Name); err != nil {
+			return nil, err
+		}
+	}
+	var inputs []agentrunner.Input
+	for _, in := range a.Inputs {
+		found, err := at.input(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		inputs = append(inputs, found...)
+	}
+	return inputs, nil
+}
+
+// input resolves one input: an agent's memory, an artifact of this run,
+// or the same artifact from earlier runs.
+func (at *attempt) input(ctx context.Context, in config.Input) ([]agentrunner.Input, error) {
+	switch {
+	case in.Memory != "":
+		if err := at.ensureMemory(in.Memory); err != nil {
+			return nil, err
+		}
+		return []agentrunner.Input{{Name: describe(in, "memory of the "+in.Memory+" agent"), Path: at.k.ws.Layout.Memory(in.Memory)}}, nil
+	case in.History == nil:
+		in, err := at.runInput(in)
+		return []agentrunner.Input{in}, err
+	}
+	return at.k.history(ctx, at.sa.Run, in)
+}
+
+// runInput is an artifact of this run. A missing one fails the attempt,
+// unless the run is late: a run forced to its end judges what it has
+// (FR-007), and the prompt says what is missing.
+func (at *attempt) runInput(in config.Input) (agentrunner.Input, error) {
+	path := filepath.Join(at.sa.RunDir, in.Artifact)
+	name := describe(in, in.Artifact+" of this cycle")
+	if _, err := os.Stat(path); err != nil {
+		if !at.sa.Late {
+			return agentrunner.Input{}, agentrunner.Fail(agentrunner.ClassInternal, "input %s is missing from the cycle directory %s", in.Artifact, at.sa.RunDir)
+		}
+		name += " (missing: the cycle ran out of time before it was produced)"
+	}
+	return agentrunner.Input{Name: name, Path: path}, nil
+}
+
+func describe(in config.Input, def string) string {
+	if in.Description != "" {
+		return in.Description
+	}
+	return def
+}
+
+// history finds an artifact in earlier runs of the same pipeline: the
+// most recent ones first, at most Last of them, and only those started
+// Within the given time.
+func (k *Kind) history(ctx context.Context, run *agentrunner.Run, in config.Input) ([]agentrunner.Input, error) {
+	runs, err := k.opts.Store.Cycles(ctx, agentrunner.CycleFilter{Pipeline: run.Pipeline, Before: run.ID, Limit: historyScan})
+	if err != nil {
+		return nil, err
+	}
+	var out []agentrunner.Input
+	for _, prev := range runs {
+		if in.History.Last > 0 && len(out) >= in.History.Last {
+			break
+		}
+		if in.History.Within > 0 && run.StartedAt.Sub(prev.StartedAt) > in.History.Within.D() {
+			break
+		}
+		path := filepath.Join(prev.Dir, in.Artifact)
+		if _, err := os.Stat(path); err != nil {
+			continue
+		}
+		name := fmt.Sprintf("%s of cycle %s", in.Artifact, prev.ID)
+		if in.Description != "" {
+			name = fmt.Sprintf("%s (cycle %s)", in.Description, prev.ID)
+		}
+		out = append(out, agentrunner.Input{Name: name, Path: path})
+	}
+	return out, nil
+}
+
+// ensureMemory creates an agent's memory file from the template if it
+// has none yet, and records that it did.
+func (at *attempt) ensureMemory(agent string) error {
+	k := at.k
+	path := k.ws.Layout.Memory(agent)
+	tmpl := artifact.ExpandPlaceholders(k.ws.MemoryTemplate, func(name string) string {
+		if name == "agent" {
+			return agent
+		}
+		return "{{" + name + "}}"
+	})
+	var created bool
+	err := k.fileOp(OpMemory, func() (err error) {
+		created, err = memory.Ensure(path, tmpl)
+		return err
+	})
+	if err != nil {
+		return agentrunner.Fail(agentrunner.ClassInternal, "create memory of %s: %w", agent, err)
+	}
+	if created {
+		at.event(nil, agentrunner.EventMemoryCreated, agentrunner.LevelInfo, map[string]any{"agent": agent, "path": path})
+	}
+	return nil
+}

@@ -1,0 +1,230 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/config"
+	"github.com/agentrunner/agentrunner/internal/atomicfile"
+	"github.com/agentrunner/agentrunner/mcp"
+	"github.com/agentrunner/agentrunner/prompt"
+	"github.com/agentrunner/agentrunner/tool"
+	"github.com/agentrunner/agentrunner/workspace"
+)
+
+// maxInline bounds the bytes of one file put into a prompt.
+const maxInline = 256 << 10
+
+// prepare builds the attempt's invocation: inputs, token budget, MCP
+// configuration and prompt, which it writes into the attempt folder.
+func (at *attempt) prepare(ctx context.Context) error {
+	// The loop engine made the folder already; the graph scheduler leaves
+	// it to the kind, whose files go there.
+	if err := os.MkdirAll(at.sa.Dir, 0o755); err != nil {
+		return agentrunner.Fail(agentrunner.ClassInternal, "create attempt folder: %w", err)
+	}
+	inputs, err := at.inputs(ctx)
+	if err != nil {
+		return err
+	}
+	at.inv = at.invocation(inputs)
+	if at.inv.TokenBudget, err = at.k.budget(ctx, at.sa.Run, at.agent.Agent); err != nil {
+		return err
+	}
+	pc := at.promptContext()
+	if err := at.mcpConfig(); err != nil {
+		return err
+	}
+	at.inv.Prompt = prompt.Build(pc)
+	return at.writePrompt()
+}
+
+// invocation is what the runtime is given, but the prompt and budget.
+func (at *attempt) invocation(inputs []agentrunner.Input) *agentrunner.Invocation {
+	a, sa := at.agent, at.sa
+	inv := &agentrunner.Invocation{
+		CycleID: sa.Run.ID, Step: at.step.ID, Agent: a.Name, Attempt: sa.Attempt.Number,
+		PromptPath: filepath.Join(sa.Dir, "prompt.md"), Dir: sa.Dir,
+		OutputPath: filepath.Join(sa.Dir, a.Output.File), CycleDir: sa.RunDir, WorkspaceDir: at.k.cfg.Dir,
+		MailboxPath: at.k.opts.Mailboxes.Path(a.Name), Inputs: inputs,
+		TemplatePath: a.TemplatePath, Timeout: at.timeout(), Tools: a.Tools,
+		Output: Contract(a), Model: ModelSettings(a.Agent),
+	}
+	if a.Output.Schema != "" {
+		inv.SchemaPath = a.SchemaPath
+	}
+	if a.Memory {
+		inv.MemoryPath = at.k.ws.Layout.Memory(a.Name)
+	}
+	return inv
+}
+
+// Contract is the output contract of an agent for an invocation.
+func Contract(a *workspace.Agent) agentrunner.OutputContract {
+	oc := agentrunner.OutputContract{File: a.Output.File, Schema: a.Schema}
+	if c := a.Contract; c != nil {
+		oc.Check = func(data []byte) []string {
+			var out []string
+			for _, p := range c.Validate(data) {
+				out = append(out, p.String())
+			}
+			return out
+		}
+	}
+	return oc
+}
+
+// ModelSettings are an agent's model parameters for an invocation.
+func ModelSettings(a *config.Agent) agentrunner.ModelSettings {
+	m := agentrunner.ModelSettings{Name: a.Model, Temperature: a.Temperature, MaxTokens: a.MaxTokens, MaxTurns: a.MaxTurns, InlineInputs: a.InlineInputs}
+	if a.RepairTurns != nil {
+		m.RepairTurns = *a.RepairTurns
+	}
+	return m
+}
+
+// promptContext is what the prompt is built from. A model cannot write
+// files: its answer is the artifact, and it reads its files with
+// filesystem_read or finds them in the prompt.
+func (at *attempt) promptContext() prompt.Context {
+	a, inv := at.agent, at.inv
+	pc := prompt.Context{
+		CycleID: inv.CycleID, Step: inv.Step, Agent: a.Name, Attempt: inv.Attempt,
+		Identity: a.Identity, MailboxPath: inv.MailboxPath, MaxMessages: at.k.opts.Mailboxes.Max(),
+		Inputs: inv.Inputs, TemplatePath: inv.TemplatePath, SchemaPath: inv.SchemaPath, OutputPath: inv.OutputPath,
+		RunInputs: at.sa.Run.Inputs,
+	}
+	for _, t := range a.Tools {
+		pc.Tools = append(pc.Tools, prompt.Tool{Name: t, Section: at.k.ws.Tools[t]})
+	}
+	if at.onModel() {
+		pc.FinalAnswer = true
+		if a.InlineInputs {
+			pc.Inline = inlineFiles(inv)
+		}
+	}
+	return pc
+}
+
+// onModel reports whether the agent runs on a model provider.
+func (at *attempt) onModel() bool {
+	switch at.k.cfg.Providers[at.agent.Provider].Kind {
+	case config.ProviderOpenAI, config.ProviderAnthropic:
+		return true
+	}
+	return false
+}
+
+// mcpConfig gives a process agent with tools the runner's tools over MCP.
+func (at *attempt) mcpConfig() error {
+	k, a, inv := at.k, at.agent, at.inv
+	if k.cfg.Providers[a.Provider].Kind != config.ProviderProcess || len(a.Tools) == 0 || k.opts.MCPCommand == "" {
+		return nil
+	}
+	call := agentrunner.ToolCall{Agent: a.Name, Step: inv.Step, CycleID: inv.CycleID, Attempt: inv.Attempt}
+	err := k.fileOp(OpMCPConfig, func() (err error) {
+		inv.MCPConfig, err = mcp.WriteConfig(inv.Dir, k.opts.MCPCommand, k.cfg.Path, call)
+		return err
+	})
+	if err != nil {
+		return agentrunner.Fail(agentrunner.ClassInternal, "write MCP configuration: %w", err)
+	}
+	return nil
+}
+
+// writePrompt keeps the prompt, so an operator can read exactly what the
+// agent saw, and clears the output path of anything an earlier run of
+// the same attempt folder left there.
+func (at *attempt) writePrompt() error {
+	inv := at.inv
+	err := at.k.fileOp(OpPrompt, func() error { return atomicfile.Write(inv.PromptPath, []byte(inv.Prompt), 0o644) })
+	if err != nil {
+		return agentrunner.Fail(agentrunner.ClassInternal, "write prompt: %w", err)
+	}
+	_ = os.Remove(inv.OutputPath) // usually absent; a stale file must never pass for the agent's
+	return nil
+}
+
+// inlineFiles reads the files a model agent is given in its prompt: its
+// mailbox, memory, inputs, template and schema. Missing files (a mailbox
+// with no message yet) are left out.
+func inlineFiles(inv *agentrunner.Invocation) map[string]string {
+	files := map[string]string{}
+	paths := []string{inv.MailboxPath, inv.MemoryPath, inv.TemplatePath, inv.SchemaPath}
+	for _, in := range inv.Inputs {
+		paths = append(paths, in.Path)
+	}
+	for _, p := range paths {
+		if p == "" {
+			continue
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		if len(data) > maxInline {
+			data = append(data[:maxInline:maxInline], fmt.Sprintf("\n[truncated: the file has %d bytes]", len(data))...)
+		}
+		files[p] = string(data)
+	}
+	return files
+}
+
+// budget returns the token budget of an attempt: the agent's own, or what
+// is left of the run's, whichever is smaller.
+func (k *Kind) budget(ctx context.Context, run *agentrunner.Run, a *config.Agent) (agentrunner.TokenBudget, error) {
+	b := agentrunner.TokenBudget{Limit: a.TokenBudget, Source: fmt.Sprintf("the token_budget of agent %s", a.Name)}
+	limit := k.cfg.Budgets.CycleTokens
+	if limit == 0 {
+		return b, nil
+	}
+	atts, err := k.opts.Store.Attempts(ctx, run.ID)
+	if err != nil {
+		return b, err
+	}
+	used := 0
+	for _, at := range atts {
+		used += at.Usage.InputTokens + at.Usage.OutputTokens
+	}
+	left := limit - used
+	if left <= 0 {
+		return b, agentrunner.Fail(agentrunner.ClassBudget, "the cycle's token budget (budgets.cycle_tokens %d) is used up: %d tokens spent", limit, used)
+	}
+	if b.Limit == 0 || left < b.Limit {
+		b = agentrunner.TokenBudget{Limit: left, Source: fmt.Sprintf("what is left of budgets.cycle_tokens (%d of %d)", left, limit)}
+	}
+	return b, nil
+}
+
+// lastEventID returns the id of the newest event, 0 if there is none or
+// the store cannot say.
+func (k *Kind) lastEventID(ctx context.Context) int64 {
+	evs, err := k.opts.Store.Events(ctx, agentrunner.EventFilter{Newest: true, Limit: 1})
+	if err != nil || len(evs) == 0 {
+		return 0
+	}
+	return evs[0].ID
+}
+
+// reportChildToolCalls hands the tool calls a process agent made through
+// its MCP server (another process, which committed them itself) to
+// OnEvent, so this process's metrics count them too. Failing to read them
+// costs only the metrics, not the step.
+func (k *Kind) reportChildToolCalls(ctx context.Context, run *agentrunner.Run, step string, after int64) {
+	if k.opts.OnEvent == nil {
+		return
+	}
+	evs, err := k.opts.Store.Events(ctx, agentrunner.EventFilter{CycleID: run.ID, AfterID: after, Type: tool.EventToolCall})
+	if err != nil {
+		k.log.Warn("reading a process agent's tool calls", "cycle_id", run.ID, "step", step, "error", err)
+		return
+	}
+	for _, ev := range evs {
+		if ev.Step == step {
+			k.opts.OnEvent(ev)
+		}
+	}
+}
