@@ -300,12 +300,16 @@ func (s *Server) handleGates(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	srs, err := s.store.StepRuns(r.Context(), agentrunner.StepRunFilter{Status: agentrunner.StepRunWaiting, Limit: n})
+	pipeline := r.URL.Query().Get("pipeline")
+	f := agentrunner.StepRunFilter{Status: agentrunner.StepRunWaiting, Limit: n}
+	if pipeline != "" {
+		f.Limit = 0 // the pipeline is the run's: filtered below, then cut
+	}
+	srs, err := s.store.StepRuns(r.Context(), f)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	pipeline := r.URL.Query().Get("pipeline")
 	runs := map[string]*agentrunner.Run{}
 	out := GateList{Gates: []Gate{}}
 	for _, sr := range srs {
@@ -317,7 +321,7 @@ func (s *Server) handleGates(w http.ResponseWriter, r *http.Request) {
 			}
 			runs[sr.RunID] = run
 		}
-		if pipeline == "" || run.Pipeline == pipeline {
+		if (pipeline == "" || run.Pipeline == pipeline) && len(out.Gates) < n {
 			out.Gates = append(out.Gates, s.gateOf(run, sr))
 		}
 	}

@@ -429,6 +429,12 @@ func TestGateDecisions(t *testing.T) {
 		t.Errorf("GET /api/gates: first gate %v", g)
 	}
 
+	for query, want := range map[string]int{"?pipeline=load": 0, "?pipeline=review&limit=1": 1, "?pipeline=review": 2} {
+		if got := w.want(200, "GET", "/api/gates"+query, viewerKey, "")["gates"].([]any); len(got) != want {
+			t.Errorf("GET /api/gates%s: %d gates, want %d", query, len(got), want)
+		}
+	}
+
 	gatePath := func(run string) string { return "/api/runs/" + run + "/gates/signoff" }
 	refused := []struct {
 		name, path, key, body string
