@@ -432,12 +432,14 @@ func (s *Server) answerStarted(w http.ResponseWriter, r *http.Request, p *agentr
 
 func ptr[T any](v T) *T { return &v }
 
-// startWait is how long a start waits for the scheduler.
+// startWait is how long a start waits for the scheduler: within half of
+// server.write_timeout, so the answer is still written in time.
 func (s *Server) startWait() time.Duration {
+	wait := DefaultStartWait
 	if s.opts.StartWait > 0 {
-		return s.opts.StartWait
+		wait = s.opts.StartWait
 	}
-	return DefaultStartWait
+	return min(wait, s.writeTimeout()/2)
 }
 
 // handleDecide gives an operator's decision on a waiting gate: a
