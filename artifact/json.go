@@ -98,28 +98,6 @@ func (c *JSONContract) Validate(data []byte) []Problem {
 	return slices.Compact(problems)
 }
 
-// SchemaProblems checks a JSON document against the contract's schema
-// alone, sorted by JSON pointer: for JSON that is not an artifact (a run's
-// inputs), where a "{{…}}" is a value like any other and lines mean
-// nothing. A syntax error is the one problem then.
-func (c *JSONContract) SchemaProblems(data []byte) []Problem {
-	value, syntax := decodeJSON(data)
-	if syntax != nil {
-		return []Problem{*syntax}
-	}
-	if c == nil || c.schema == nil {
-		return nil
-	}
-	problems := schemaProblems(c.schema.Validate(value))
-	sort.SliceStable(problems, func(i, j int) bool {
-		if problems[i].Pointer != problems[j].Pointer {
-			return problems[i].Pointer < problems[j].Pointer
-		}
-		return problems[i].Message < problems[j].Message
-	})
-	return slices.Compact(problems)
-}
-
 // schemaProblems turns a validation error into one problem per leaf cause;
 // the causes above the leaves only say that their children failed.
 func schemaProblems(err error) []Problem {

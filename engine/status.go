@@ -48,7 +48,9 @@ func ReadStatus(ctx context.Context, store agentrunner.Store, cfg *config.Config
 		at := ctl.PausedAt
 		st.PausedAt = &at
 	}
-	cs, err := store.Cycles(ctx, agentrunner.CycleFilter{Limit: 1})
+	// The loop's pipeline only: runs of the graph scheduler's pipelines
+	// share the store.
+	cs, err := store.Cycles(ctx, agentrunner.CycleFilter{Pipeline: cfg.Name, Limit: 1})
 	if err != nil || len(cs) == 0 {
 		return st, err
 	}

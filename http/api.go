@@ -124,7 +124,8 @@ func (s *Server) handleCycles(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	f := agentrunner.CycleFilter{Limit: n, Before: r.URL.Query().Get("before"), Status: agentrunner.CycleStatus(r.URL.Query().Get("status"))}
+	// The learning loop's cycles; GET /api/runs lists every pipeline's.
+	f := agentrunner.CycleFilter{Pipeline: s.config().Name, Limit: n, Before: r.URL.Query().Get("before"), Status: agentrunner.CycleStatus(r.URL.Query().Get("status"))}
 	if f.Before != "" && !cycleIDPattern.MatchString(f.Before) {
 		s.writeError(w, r, agentrunner.Errorf(agentrunner.EINVALID, "query parameter before: want a cycle id such as 20260314_060000, got %q", f.Before))
 		return

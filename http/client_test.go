@@ -489,7 +489,7 @@ func TestClientAPIErrors(t *testing.T) {
 		}, agentrunner.EINVALID, "message"},
 		{"mailbox of an unknown agent", func(ctx context.Context) error { _, err := viewer.Mailbox(ctx, "ghost"); return err }, agentrunner.ENOTFOUND, "ghost"},
 		{"stream with a bad filter", func(ctx context.Context) error {
-			return viewer.Stream(ctx, "", arhttp.EventFilter{CycleID: "today"}, func(arhttp.Event) error { return nil })
+			return viewer.Stream(ctx, "", arhttp.EventFilter{CycleID: "../today"}, func(arhttp.Event) error { return nil })
 		}, agentrunner.EINVALID, "cycle_id"},
 	}
 	for _, tt := range tests {

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -23,22 +21,42 @@ type apiRuns struct {
 	done, gate, held string
 }
 
-// loadInputSchema takes an integer n and a boolean hold.
-const loadInputSchema = `{"type": "object", "properties": {"n": {"type": "integer"}, "hold": {"type": "boolean"}}, "additionalProperties": false}`
+// apiRunsWorkspace has the pipelines of runtest.LoadPipeline (its inputs
+// an integer n and a boolean hold) and runtest.ReviewPipeline.
+const apiRunsWorkspace = `version: 1
+name: runs
+defaults: {provider: mock}
+agents:
+  writer: {identity: p.md, output: {file: draft.md, template: t.md}}
+pipelines:
+  load:
+    start: a
+    inputs_schema: load.inputs.json
+    steps:
+      a: {agent: writer, next: b}
+      b: {agent: writer, next: end}
+  review:
+    start: draft
+    steps:
+      draft: {agent: writer, next: signoff}
+      signoff:
+        kind: gate
+        gate: {timeout: 1h, default: reject}
+        routes: [{when: approve, to: publish}, {when: reject, to: end}]
+      publish: {agent: writer, next: end}
+`
 
 func startAPIRuns(t *testing.T, w *apiWorld) *apiRuns {
 	t.Helper()
-	dir := t.TempDir()
-	load := runtest.LoadPipeline(0)
-	load.InputSchemaPath = "load.inputs.json"
-	if err := os.WriteFile(filepath.Join(dir, load.InputSchemaPath), []byte(loadInputSchema), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cfg := runtest.Workspace(t, t.TempDir(), apiRunsWorkspace, map[string]string{
+		"load.inputs.json": `{"type": "object", "properties": {"n": {"type": "integer"}, "hold": {"type": "boolean"}}, "additionalProperties": false}`,
+	})
+	cfg.Server.MaxBodyBytes = 1 << 20
 	kind := &runtest.HoldKind{Hold: runtest.HeldInputs}
 	t.Cleanup(kind.Release)
-	ps := runtest.Pipelines(runtest.ReviewPipeline(), load)
-	sched := runtest.Start(t, w.store, dir, kind, ps)
-	r := &apiRuns{srv: w.server(t, func(o *arhttp.Options) { o.Pipelines, o.Runs, o.Config.Dir = ps, sched, dir })}
+	ps := cfg.Graphs()
+	sched := runtest.Start(t, w.store, cfg.Dir, kind, ps)
+	r := &apiRuns{srv: w.server(t, func(o *arhttp.Options) { o.Config, o.Pipelines, o.Runs = cfg, ps, sched })}
 	r.done = r.start(t, "load", `{"inputs": {"n": 1}}`)
 	r.gate = r.start(t, "review", "")
 	r.held = r.start(t, "load", `{"inputs": {"hold": true}}`)

@@ -508,7 +508,8 @@ func TestOpenAPIOperations(t *testing.T) {
 		got = append(got, s)
 	}
 	want := []string{agentrunner.EINVALID, agentrunner.ENOTFOUND, agentrunner.ECONFLICT, agentrunner.EUNAVAILABLE,
-		agentrunner.EUNAUTHORIZED, agentrunner.EFORBIDDEN, agentrunner.EINTERNAL, agentrunner.EUNSUPPORTED, agentrunner.EMISDIRECTED}
+		agentrunner.EUNAUTHORIZED, agentrunner.EFORBIDDEN, agentrunner.EINTERNAL, agentrunner.EUNSUPPORTED, agentrunner.EMISDIRECTED,
+		agentrunner.EUNPROCESSABLE}
 	slices.Sort(got)
 	slices.Sort(want)
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -2,21 +2,18 @@ package http
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"github.com/agentrunner/agentrunner/internal/clip"
 	"maps"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/agentrunner/agentrunner"
-	"github.com/agentrunner/agentrunner/artifact"
+	"github.com/agentrunner/agentrunner/internal/clip"
 )
 
 // Runner is the graph scheduler as the API sees it: the API writes a
@@ -165,15 +162,6 @@ type RunsSummary struct {
 var runStatuses = []agentrunner.RunStatus{agentrunner.RunQueued, agentrunner.RunRunning, agentrunner.RunHalted,
 	agentrunner.RunCompleted, agentrunner.RunFailed, agentrunner.RunAborted}
 
-// runsOf returns the store's runs, or answers 503 when the store keeps
-// none (a store without the graph scheduler's tables).
-func (s *Server) runsOf(w http.ResponseWriter, r *http.Request) agentrunner.RunStore {
-	if s.runStore == nil {
-		s.writeError(w, r, agentrunner.Errorf(agentrunner.EUNAVAILABLE, "this server's store keeps no runs"))
-	}
-	return s.runStore
-}
-
 // viewRun is run as the API shows it.
 func (s *Server) viewRun(run *agentrunner.Run) Run {
 	v := Run{ID: run.ID, Pipeline: run.Pipeline, Status: run.Status, Step: run.Step, StartedAt: run.StartedAt,
@@ -204,16 +192,12 @@ func runQuery(r *http.Request) (agentrunner.RunFilter, error) {
 
 // handleRuns lists runs, newest first, by pipeline and status.
 func (s *Server) handleRuns(w http.ResponseWriter, r *http.Request) {
-	store := s.runsOf(w, r)
-	if store == nil {
-		return
-	}
 	f, err := runQuery(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	runs, err := store.Runs(r.Context(), f)
+	runs, err := s.store.Runs(r.Context(), f)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -230,16 +214,12 @@ func (s *Server) handleRuns(w http.ResponseWriter, r *http.Request) {
 
 // runOf reads the run named in the path, or answers with the error.
 func (s *Server) runOf(w http.ResponseWriter, r *http.Request) *agentrunner.Run {
-	store := s.runsOf(w, r)
-	if store == nil {
-		return nil
-	}
 	id := r.PathValue("run")
 	if !runIDPattern.MatchString(id) {
 		s.writeError(w, r, agentrunner.Errorf(agentrunner.EINVALID, "run id: want letters, digits, _, - and ., got %q", clip.String(id, maxQuoted)))
 		return nil
 	}
-	run, err := store.Run(r.Context(), id)
+	run, err := s.store.Run(r.Context(), id)
 	if agentrunner.ErrorCode(err) == agentrunner.ENOTFOUND {
 		err = agentrunner.Errorf(agentrunner.ENOTFOUND, "no run %s", id)
 	}
@@ -288,7 +268,7 @@ func (s *Server) handleRunSteps(w http.ResponseWriter, r *http.Request) {
 
 // stepRuns reads a run's step runs with the summaries of their attempts.
 func (s *Server) stepRuns(ctx context.Context, runID string, status agentrunner.StepRunStatus) ([]StepRun, error) {
-	srs, err := s.runStore.StepRuns(ctx, agentrunner.StepRunFilter{RunID: runID, Status: status})
+	srs, err := s.store.StepRuns(ctx, agentrunner.StepRunFilter{RunID: runID, Status: status})
 	if err != nil {
 		return nil, err
 	}
@@ -316,33 +296,33 @@ func (s *Server) stepRuns(ctx context.Context, runID string, status agentrunner.
 // handleGates lists the gates that wait for a decision, oldest first;
 // pipeline filters.
 func (s *Server) handleGates(w http.ResponseWriter, r *http.Request) {
-	store := s.runsOf(w, r)
-	if store == nil {
-		return
-	}
 	n, err := limitOr(r, maxLimit)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	srs, err := store.StepRuns(r.Context(), agentrunner.StepRunFilter{Status: agentrunner.StepRunWaiting, Limit: n})
+	pipeline := r.URL.Query().Get("pipeline")
+	f := agentrunner.StepRunFilter{Status: agentrunner.StepRunWaiting, Limit: n}
+	if pipeline != "" {
+		f.Limit = 0 // the pipeline is the run's: filtered below, then cut
+	}
+	srs, err := s.store.StepRuns(r.Context(), f)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	pipeline := r.URL.Query().Get("pipeline")
 	runs := map[string]*agentrunner.Run{}
 	out := GateList{Gates: []Gate{}}
 	for _, sr := range srs {
 		run := runs[sr.RunID]
 		if run == nil {
-			if run, err = store.Run(r.Context(), sr.RunID); err != nil {
+			if run, err = s.store.Run(r.Context(), sr.RunID); err != nil {
 				s.writeError(w, r, err)
 				return
 			}
 			runs[sr.RunID] = run
 		}
-		if pipeline == "" || run.Pipeline == pipeline {
+		if (pipeline == "" || run.Pipeline == pipeline) && len(out.Gates) < n {
 			out.Gates = append(out.Gates, s.gateOf(run, sr))
 		}
 	}
@@ -380,59 +360,16 @@ func orNoneText(s string) string {
 	return s
 }
 
-// compileInputSchemas compiles the input schema of every pipeline that has
-// one; a relative path is the workspace's.
-func compileInputSchemas(pipelines map[string]*agentrunner.Pipeline, dir string) (map[string]*artifact.JSONContract, error) {
-	out := map[string]*artifact.JSONContract{}
-	for _, name := range slices.Sorted(maps.Keys(pipelines)) {
-		path := pipelines[name].InputSchemaPath
-		if path == "" {
-			continue
-		}
-		if !filepath.IsAbs(path) {
-			path = filepath.Join(dir, path)
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("pipeline %s: input schema: %w", name, err)
-		}
-		c, err := artifact.NewJSONContract(data, path)
-		if err != nil {
-			return nil, fmt.Errorf("pipeline %s: input schema: %w", name, err)
-		}
-		out[name] = c
-	}
-	return out, nil
-}
-
-// checkInputs checks a run's inputs against its pipeline's schema: the
-// error names the pipeline and every failing field.
+// checkInputs checks a run's inputs against its pipeline's inputs_schema,
+// compiled when the configuration was loaded: content the schema refuses
+// is EUNPROCESSABLE, with the message naming the pipeline and each
+// failing field.
 func (s *Server) checkInputs(p *agentrunner.Pipeline, inputs map[string]any) error {
-	c := s.inputSchemas[p.Name]
-	if c == nil {
-		return nil
+	err := s.config().CheckInputs(p.Name, inputs)
+	if agentrunner.ErrorCode(err) == agentrunner.EINVALID {
+		return agentrunner.Errorf(agentrunner.EUNPROCESSABLE, "%s", agentrunner.ErrorMessage(err))
 	}
-	if inputs == nil {
-		inputs = map[string]any{}
-	}
-	data, err := json.Marshal(inputs)
-	if err != nil {
-		return agentrunner.Errorf(agentrunner.EINVALID, "inputs: %v", err)
-	}
-	problems := c.SchemaProblems(data)
-	if len(problems) == 0 {
-		return nil
-	}
-	var parts []string
-	for _, pr := range problems {
-		at := "inputs"
-		if pr.Pointer != "" {
-			at = "inputs" + pr.Pointer
-		}
-		parts = append(parts, at+": "+pr.Message)
-	}
-	return agentrunner.Errorf(agentrunner.EUNPROCESSABLE, "the inputs of a run of pipeline %s do not satisfy its schema %s: %s",
-		p.Name, filepath.Base(p.InputSchemaPath), strings.Join(parts, "; "))
+	return err
 }
 
 // handleStartRun starts a run of a pipeline: a run.start command the
@@ -485,7 +422,7 @@ func (s *Server) answerStarted(w http.ResponseWriter, r *http.Request, p *agentr
 		s.writeError(w, r, agentrunner.Errorf(agentrunner.ECONFLICT, "pipeline %s: the run was not started (command %d): %s", p.Name, cmd.ID, result))
 		return
 	}
-	run, err := s.runStore.Run(r.Context(), id)
+	run, err := s.store.Run(r.Context(), id)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -496,12 +433,14 @@ func (s *Server) answerStarted(w http.ResponseWriter, r *http.Request, p *agentr
 
 func ptr[T any](v T) *T { return &v }
 
-// startWait is how long a start waits for the scheduler.
+// startWait is how long a start waits for the scheduler: within half of
+// server.write_timeout, so the answer is still written in time.
 func (s *Server) startWait() time.Duration {
+	wait := DefaultStartWait
 	if s.opts.StartWait > 0 {
-		return s.opts.StartWait
+		wait = s.opts.StartWait
 	}
-	return DefaultStartWait
+	return min(wait, s.writeTimeout()/2)
 }
 
 // handleDecide gives an operator's decision on a waiting gate: a
@@ -592,7 +531,7 @@ func checkDecision(p *agentrunner.Pipeline, d GateDecision) error {
 // openGate returns the latest step run of the gate step, or ECONFLICT
 // naming the run, the step and its status when it does not wait.
 func (s *Server) openGate(ctx context.Context, run *agentrunner.Run, step string) (*agentrunner.StepRun, error) {
-	srs, err := s.runStore.StepRuns(ctx, agentrunner.StepRunFilter{RunID: run.ID})
+	srs, err := s.store.StepRuns(ctx, agentrunner.StepRunFilter{RunID: run.ID})
 	if err != nil {
 		return nil, err
 	}
@@ -660,10 +599,10 @@ func (s *Server) wakeRunner() {
 // runsSummary counts the unfinished runs and the waiting gates, for GET
 // /api/status; nil when the server runs no pipelines of its own.
 func (s *Server) runsSummary(ctx context.Context) (*RunsSummary, error) {
-	if len(s.opts.Pipelines) == 0 || s.runStore == nil {
+	if len(s.opts.Pipelines) == 0 {
 		return nil, nil
 	}
-	runs, err := s.runStore.Runs(ctx, agentrunner.RunFilter{Unfinished: true})
+	runs, err := s.store.Runs(ctx, agentrunner.RunFilter{Unfinished: true})
 	if err != nil {
 		return nil, err
 	}
@@ -674,7 +613,7 @@ func (s *Server) runsSummary(ctx context.Context) (*RunsSummary, error) {
 		}
 		out.Unfinished[run.Pipeline][run.Status]++
 	}
-	gates, err := s.runStore.StepRuns(ctx, agentrunner.StepRunFilter{Status: agentrunner.StepRunWaiting})
+	gates, err := s.store.StepRuns(ctx, agentrunner.StepRunFilter{Status: agentrunner.StepRunWaiting})
 	if err != nil {
 		return nil, err
 	}

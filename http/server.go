@@ -9,7 +9,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -20,7 +19,6 @@ import (
 	"time"
 
 	"github.com/agentrunner/agentrunner"
-	"github.com/agentrunner/agentrunner/artifact"
 	"github.com/agentrunner/agentrunner/config"
 	"github.com/agentrunner/agentrunner/execsvc"
 	"github.com/agentrunner/agentrunner/mailbox"
@@ -67,10 +65,6 @@ type Server struct {
 	streams atomic.Int64
 	// callback is set when the Execution Service's callback is served.
 	callback bool
-	// runStore is the store's runs and step runs, nil if it keeps none.
-	runStore agentrunner.RunStore
-	// inputSchemas check the inputs of runs, by pipeline.
-	inputSchemas map[string]*artifact.JSONContract
 }
 
 // Options wire a server. Store and Config are required.
@@ -133,11 +127,6 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{opts: opts, store: opts.Store, cfg: opts.Config, clock: opts.Clock, log: opts.Logger, auth: opts.Auth,
 		mux: http.NewServeMux(), stop: make(chan struct{}), conns: newConns()}
-	s.runStore, _ = opts.Store.(agentrunner.RunStore)
-	var err error
-	if s.inputSchemas, err = compileInputSchemas(opts.Pipelines, opts.Config.Dir); err != nil {
-		return nil, fmt.Errorf("http: %w", err)
-	}
 	for _, rt := range s.routes() {
 		h := http.Handler(rt.handler)
 		if !rt.public {

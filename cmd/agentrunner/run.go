@@ -137,6 +137,10 @@ Logs are JSON lines on stderr.`,
 			if r.engine != nil {
 				opts.Engine = r.engine
 			}
+			if r.sched != nil {
+				// Runs are started, and gates decided, through the API.
+				opts.Pipelines, opts.Runs = cfg.Graphs(), r.sched
+			}
 			srv, err := arhttp.New(opts)
 			if err != nil {
 				return failureError(err)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -11,6 +13,7 @@ import (
 	"github.com/agentrunner/agentrunner"
 	arhttp "github.com/agentrunner/agentrunner/http"
 	"github.com/agentrunner/agentrunner/internal/runtest"
+	"github.com/agentrunner/agentrunner/internal/syncbuf"
 	"github.com/agentrunner/agentrunner/sqlite"
 )
 
@@ -241,5 +244,61 @@ func TestParseInputs(t *testing.T) {
 		if diff := cmp.Diff(tt.want, got); diff != "" {
 			t.Errorf("%q (-want +got):\n%s", tt.flags, diff)
 		}
+	}
+}
+
+// TestServeRunsTheReviewExampleThroughTheCLI: serve drives the review
+// example's pipeline; start, gates, approve and run-status reach it
+// through the API, and the approved run ends completed.
+func TestServeRunsTheReviewExampleThroughTheCLI(t *testing.T) {
+	addr := cliFreeAddr(t)
+	t.Setenv("AGENTRUNNER_SERVER_LISTEN", addr)
+	t.Setenv(envServer, "http://"+addr)
+	t.Setenv(envAPIKey, "")
+	dir := filepath.Join(t.TempDir(), "review")
+	if code, _, stderr := cliRun(t, "init", dir, "--example", "review"); code != exitOK {
+		t.Fatalf("init --example review: exit %d\n%s", code, stderr)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	var stdout, stderr syncbuf.Buffer
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, []string{"serve", "-c", cliConfigPath(dir)}, &stdout, &stderr) }()
+	t.Cleanup(func() {
+		cancel()
+		if code := <-done; code != exitOK {
+			t.Errorf("serve exited %d; stderr:\n%s", code, stderr.String())
+		}
+	})
+	id := eventuallyOut(t, &stderr, func() (string, bool) {
+		code, out, _ := cliRun(t, "start", "review", "--input", "topic=durable agents")
+		return strings.TrimSpace(out), code == exitOK
+	})
+	eventuallyOut(t, &stderr, func() (string, bool) {
+		_, out, _ := cliRun(t, "gates")
+		return out, strings.Contains(out, id+" ")
+	})
+	if code, out, errOut := cliRun(t, "approve", id, "decide", "-m", "ship it"); code != exitOK {
+		t.Fatalf("approve: exit %d %s %s", code, out, errOut)
+	}
+	out := eventuallyOut(t, &stderr, func() (string, bool) {
+		_, out, _ := cliRun(t, "run-status", id)
+		return out, strings.Contains(out, "status:    completed")
+	})
+	matchLines(t, "run-status", out, `decide\s+1\s+succeeded\s+approve\s+\S+\s+\S+\s+approve by local: ship it`)
+}
+
+// eventuallyOut polls f until it reports done, and returns its output.
+func eventuallyOut(t *testing.T, serveErr *syncbuf.Buffer, f func() (string, bool)) string {
+	t.Helper()
+	end := time.Now().Add(30 * time.Second)
+	for {
+		out, ok := f()
+		if ok {
+			return out
+		}
+		if time.Now().After(end) {
+			t.Fatalf("not within 30s; last output:\n%s\nserve's stderr:\n%s", out, serveErr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -6,18 +6,41 @@ package runtest
 import (
 	"context"
 	"fmt"
+	"maps"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/config"
 	"github.com/agentrunner/agentrunner/scheduler"
 	"github.com/agentrunner/agentrunner/step/gate"
 )
 
 // KindScript is the step kind of HoldKind in the pipelines of tests.
 const KindScript = "script"
+
+// Workspace writes a workspace into dir, agentrunner.yaml (doc) and files
+// by name, with an identity p.md and a template t.md for its agents, and
+// loads it: the configuration, with its pipelines' input schemas
+// compiled, that a server of its pipelines runs with.
+func Workspace(t testing.TB, dir, doc string, files map[string]string) *config.Config {
+	t.Helper()
+	all := map[string]string{"agentrunner.yaml": doc, "p.md": "You write.\n", "t.md": "# Output\n"}
+	maps.Copy(all, files)
+	for name, content := range all {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg, err := config.Load(filepath.Join(dir, "agentrunner.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
 
 // HoldKind is a scripted step kind: an attempt that Hold selects waits
 // until the test calls Release (or its run ends); the others succeed at
@@ -96,7 +119,8 @@ type Scheduler struct {
 }
 
 // Start runs a scheduler of pipelines over store, with kind for the steps
-// of KindScript and the gate kind; runs' directories are under dir. It is
+// of KindScript and of agents (a configuration's pipelines), and the gate
+// kind; runs' directories are under dir. It is
 // stopped when the test ends.
 func Start(t testing.TB, store agentrunner.Store, dir string, kind *HoldKind, pipelines map[string]*agentrunner.Pipeline) *Scheduler {
 	t.Helper()
@@ -113,7 +137,9 @@ func (s *Scheduler) Restart() {
 	s.Stop()
 	sched, err := scheduler.New(scheduler.Options{
 		Store: s.store, Pipelines: s.pipelines,
-		Kinds:  map[string]agentrunner.StepKind{KindScript: s.kind, agentrunner.KindGate: &gate.Kind{}},
+		Kinds: map[string]agentrunner.StepKind{
+			KindScript: s.kind, agentrunner.KindAgent: s.kind, agentrunner.KindGate: &gate.Kind{},
+		},
 		RunDir: func(p, id string) string { return filepath.Join(s.dir, "runs", p, id) },
 		AttemptDir: func(runDir, step string, n int) string {
 			return filepath.Join(runDir, "attempts", fmt.Sprintf("%s-%d", step, n))
