@@ -3,7 +3,6 @@ package http
 import (
 	"context"
 	"fmt"
-	"github.com/agentrunner/agentrunner/internal/clip"
 	"maps"
 	"net/http"
 	"net/url"
