@@ -76,6 +76,10 @@ func (s *Scheduler) decide(ch *agentrunner.Change, cmd *agentrunner.Command) str
 		return fmt.Sprintf("refused: run %s is not running", runID)
 	}
 	ss := rs.latest(step)
+	if v, ok := visitArg(cmd.Args["visit"]); ok && ss != nil && ss.sr.Visit != v {
+		// The decision was about an earlier visit of the gate.
+		return fmt.Sprintf("refused: gate %s of run %s is not open (its latest visit is %d)", agentrunner.StepRunKey(step, v), runID, ss.sr.Visit)
+	}
 	if ss == nil || ss.sr.Status != agentrunner.StepRunWaiting {
 		return fmt.Sprintf("refused: step %s of run %s is not a waiting gate", step, runID)
 	}
@@ -87,6 +91,20 @@ func (s *Scheduler) decide(ch *agentrunner.Change, cmd *agentrunner.Command) str
 		return "refused: " + err.Error()
 	}
 	return fmt.Sprintf("%s gate %s of run %s", action, ss.sr.Key(), runID)
+}
+
+// visitArg reads the visit a decision names: a JSON number once stored,
+// an int when the command did not go through JSON.
+func visitArg(v any) (int, bool) {
+	switch n := v.(type) {
+	case float64:
+		return int(n), n >= 1
+	case int:
+		return n, n >= 1
+	case int64:
+		return int(n), n >= 1
+	}
+	return 0, false
 }
 
 // applyDecision closes a waiting gate with a decision and follows it:

@@ -90,7 +90,7 @@ func TestAGateRoutedToAStepGoesThere(t *testing.T) {
 	if err := h.decide(id, "signoff", 1, agentrunner.DecisionRoute, "draft"); err != nil {
 		t.Fatal(err)
 	}
-	h.waitGate(id, "signoff") // the second visit's gate
+	h.waitGateVisit(id, "signoff", 2)
 	if err := h.decide(id, "signoff", 2, agentrunner.DecisionApprove, ""); err != nil {
 		t.Fatal(err)
 	}

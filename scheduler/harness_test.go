@@ -181,7 +181,7 @@ func (h *harness) await(id int64) string {
 // decide decides the gate step of run.
 func (h *harness) decide(run, step string, visit int, action agentrunner.DecisionAction, to string) error {
 	_, err := h.command(agentrunner.CommandGateDecision, fmt.Sprintf("%s/%s", run, agentrunner.StepRunKey(step, visit)),
-		map[string]any{"run": run, "step": step, "action": string(action), "to": to, "comment": "looked at it"})
+		map[string]any{"run": run, "step": step, "visit": visit, "action": string(action), "to": to, "comment": "looked at it"})
 	return err
 }
 
@@ -216,11 +216,16 @@ func (h *harness) waitDone(id string) (*agentrunner.Run, []*agentrunner.StepRun)
 	})
 }
 
-// waitGate waits until the run's gate step waits.
+// waitGate waits until visit 1 of the run's gate step waits.
 func (h *harness) waitGate(id, step string) []*agentrunner.StepRun {
-	_, srs := h.waitFor(id, "gate "+step, func(_ *agentrunner.Run, srs []*agentrunner.StepRun) bool {
+	return h.waitGateVisit(id, step, 1)
+}
+
+// waitGateVisit waits until the given visit of the run's gate step waits.
+func (h *harness) waitGateVisit(id, step string, visit int) []*agentrunner.StepRun {
+	_, srs := h.waitFor(id, "gate "+agentrunner.StepRunKey(step, visit), func(_ *agentrunner.Run, srs []*agentrunner.StepRun) bool {
 		for _, sr := range srs {
-			if sr.Step == step && sr.Status == agentrunner.StepRunWaiting {
+			if sr.Step == step && sr.Visit == visit && sr.Status == agentrunner.StepRunWaiting {
 				return true
 			}
 		}
