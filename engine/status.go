@@ -49,7 +49,11 @@ func ReadStatus(ctx context.Context, store agentrunner.Store, cfg *config.Config
 		st.PausedAt = &at
 	}
 	// The loop's pipeline only: runs of the graph scheduler's pipelines
-	// share the store.
+	// share the store, and may even carry the workspace's name when there
+	// is no loop.
+	if !cfg.HasLoop() {
+		return st, nil
+	}
 	cs, err := store.Cycles(ctx, agentrunner.CycleFilter{Pipeline: cfg.Name, Limit: 1})
 	if err != nil || len(cs) == 0 {
 		return st, err

@@ -536,3 +536,24 @@ func TestStatusHasNoRunsWithoutPipelines(t *testing.T) {
 		t.Errorf("GET /api/status without pipelines has runs: %v", body)
 	}
 }
+
+// TestAWorkspaceOfGraphsOnlyHasNoCycles: when the workspace has no
+// learning loop, its runs are not shown as the loop's cycles, even when a
+// pipeline carries the workspace's name.
+func TestAWorkspaceOfGraphsOnlyHasNoCycles(t *testing.T) {
+	doc := strings.Replace(schemaWorkspace, "name: ws", "name: load", 1)
+	cfg := runtest.Workspace(t, t.TempDir(), doc, map[string]string{"load.inputs.json": inputSchema})
+	if cfg.HasLoop() {
+		t.Fatal("the workspace has a loop")
+	}
+	w := startRunsWorld(t, &runtest.HoldKind{}, cfg, cfg.Graphs(), nil)
+	id := w.start("load", `{"ticker": "ETH", "window_days": 7}`)
+	w.waitStatus(id, agentrunner.RunCompleted)
+	st := w.want(200, "GET", "/api/status", viewerKey, "")
+	if st["current_cycle_id"] != "" || st["last_cycle"] != nil || st["current_state"] != string(agentrunner.StateIdle) {
+		t.Errorf("status shows a run of the graph as the loop's cycle: %v", st)
+	}
+	if cs := w.want(200, "GET", "/api/cycles", viewerKey, "")["cycles"].([]any); len(cs) != 0 {
+		t.Errorf("cycles lists the graph's runs: %v", cs)
+	}
+}
