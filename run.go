@@ -21,6 +21,9 @@ type Pipeline struct {
 	// InputSchema, if set, is the JSON Schema (compiled by config) that a
 	// run's inputs must satisfy; its path is InputSchemaPath.
 	InputSchemaPath string
+	// Every, if set, starts a run (without inputs) every interval, counted
+	// from the start of the pipeline's newest run.
+	Every time.Duration
 	// Where is the pipeline's place in the configuration ("file:line").
 	Where string
 }

@@ -48,6 +48,9 @@ func (c *Config) graph(name string, p *Pipeline) *agentrunner.Pipeline {
 		RunID: agentrunner.RunIDFormat(p.RunID), MaxConcurrentRuns: p.MaxConcurrentRuns,
 		InputSchemaPath: c.Abs(p.InputsSchema), Where: fileLine(c.Where(key)),
 	}
+	if p.Schedule != nil {
+		g.Every = p.Schedule.Every.D()
+	}
 	for id, s := range p.Steps {
 		if s != nil {
 			g.Steps[id] = c.graphStep(key+".steps."+id, id, s)

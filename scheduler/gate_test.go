@@ -1,6 +1,7 @@
 package scheduler_test
 
 import (
+	"context"
 	"strings"
 	"sync"
 	"testing"
@@ -121,5 +122,47 @@ func TestAGateTimesOutWithItsDefaultDecision(t *testing.T) {
 		if sr.Step == "signoff" && (sr.Decision == nil || sr.Decision.Operator != "timeout" || sr.Decision.Action != agentrunner.DecisionApprove) {
 			t.Errorf("the gate's decision is %+v, want the default approve by timeout", sr.Decision)
 		}
+	}
+}
+
+func TestAScheduledPipelineStartsARunEveryInterval(t *testing.T) {
+	clock := &manualClock{now: time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)}
+	p := &agentrunner.Pipeline{Name: "hourly", Start: "one", Every: time.Hour, Steps: steps(
+		&agentrunner.Step{ID: "one", Next: agentrunner.EndStep},
+	)}
+	// probe's runs show that the scheduler passed its loop since a change.
+	probe := &agentrunner.Pipeline{Name: "probe", Start: "one", Steps: steps(&agentrunner.Step{ID: "one", Next: agentrunner.EndStep})}
+	h := newHarness(t, &scriptKind{}, p, probe)
+	h.clock = clock
+	h.run()
+	runs := func() []*agentrunner.Run {
+		rs, err := h.store.Runs(context.Background(), agentrunner.RunFilter{Pipeline: "hourly"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rs
+	}
+	waitRuns := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for len(runs()) != n || !runs()[0].Status.Finished() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d runs, want %d", len(runs()), n)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	waitRuns(1) // the first at once
+	clock.Advance(59 * time.Minute)
+	h.startRun("probe", nil) // the scheduler looked at the time after the advance
+	if n := len(runs()); n != 1 {
+		t.Fatalf("%d runs after 59 minutes, want 1", n)
+	}
+	clock.Advance(2 * time.Minute)
+	waitRuns(2)
+	h.run() // a restart counts from the newest run's start, not from now
+	h.startRun("probe", nil)
+	if n := len(runs()); n != 2 {
+		t.Fatalf("%d runs after a restart, want 2", n)
 	}
 }

@@ -157,3 +157,41 @@ func (s *Scheduler) resumeStepRun(ch *agentrunner.Change, rs *runState, ss *step
 		}
 	}
 }
+
+// schedules starts a run of each scheduled pipeline whose time has come:
+// every p.Every from the start of its newest run, the first one at once.
+// A run that is still going does not hold the next one back, but
+// max_concurrent_runs queues it.
+func (s *Scheduler) schedules(ctx context.Context) error {
+	now := s.clock.Now()
+	for _, name := range slices.Sorted(maps.Keys(s.opts.Pipelines)) {
+		p := s.opts.Pipelines[name]
+		if p.Every <= 0 {
+			continue
+		}
+		if s.due == nil {
+			s.due = map[string]time.Time{}
+		}
+		at, ok := s.due[name]
+		if !ok {
+			runs, err := s.store.Runs(ctx, agentrunner.RunFilter{Pipeline: name, Limit: 1})
+			if err != nil {
+				return err
+			}
+			at = now
+			if len(runs) > 0 {
+				at = runs[0].StartedAt.Add(p.Every)
+			}
+		}
+		if at.After(now) {
+			s.due[name] = at
+			continue
+		}
+		ch := s.batch.change()
+		if _, err := s.startRun(ctx, ch, p, nil, ""); err != nil {
+			return err
+		}
+		s.due[name] = now.Add(p.Every)
+	}
+	return nil
+}

@@ -88,13 +88,15 @@ type Scheduler struct {
 	running  atomic.Bool
 	results_ commandResults
 	// The fields below belong to the goroutine of Run.
-	runs     map[string]*runState
-	queued   map[string][]*runState // by pipeline, oldest first
-	active   map[string]int         // unfinished runs started, by pipeline
-	ready    []*task                // attempts waiting for a free slot
-	delayed  []*task                // attempts waiting for their backoff
-	slots    int
-	ids      *idAllocator
+	runs    map[string]*runState
+	queued  map[string][]*runState // by pipeline, oldest first
+	active  map[string]int         // unfinished runs started, by pipeline
+	ready   []*task                // attempts waiting for a free slot
+	delayed []*task                // attempts waiting for their backoff
+	slots   int
+	ids     *idAllocator
+	// due is when each scheduled pipeline's next run starts.
+	due      map[string]time.Time
 	batch    *batch
 	stopping bool
 }
@@ -224,6 +226,9 @@ func (s *Scheduler) loop(ctx, workCtx context.Context) error {
 			commandsDue = false
 		}
 		s.timers()
+		if err := s.schedules(ctx); err != nil {
+			return err
+		}
 		if err := s.commit(ctx); err != nil {
 			return err
 		}
@@ -257,6 +262,9 @@ func (s *Scheduler) nextTimer() (<-chan time.Time, func()) {
 				wait = min(wait, ss.deadline.Sub(now))
 			}
 		}
+	}
+	for _, at := range s.due {
+		wait = min(wait, at.Sub(now))
 	}
 	wait = max(wait, 0)
 	if _, real := s.clock.(agentrunner.SystemClock); real {
