@@ -33,6 +33,10 @@ func (c *manualClock) After(d time.Duration) <-chan time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ch := make(chan time.Time, 1)
+	if d <= 0 {
+		ch <- c.now // due already, as a real timer would be
+		return ch
+	}
 	c.timers = append(c.timers, manualTimer{c.now.Add(d), ch})
 	return ch
 }
@@ -147,7 +151,8 @@ func TestAScheduledPipelineStartsARunEveryInterval(t *testing.T) {
 		deadline := time.Now().Add(30 * time.Second)
 		for len(runs()) != n || !runs()[0].Status.Finished() {
 			if time.Now().After(deadline) {
-				t.Fatalf("%d runs, want %d", len(runs()), n)
+				for _, r := range runs() { t.Logf("%s %s %s", r.ID, r.Status, r.StartedAt) }
+				t.Fatalf("%d runs, want %d (clock %s)", len(runs()), n, clock.Now())
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
