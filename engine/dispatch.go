@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/agentrunner/agentrunner/internal/eventlog"
 	"log/slog"
 	"time"
 
@@ -120,7 +121,7 @@ func (d *Dispatcher) event(m *agentrunner.OutboxMessage, typ string, level agent
 
 func (d *Dispatcher) report(evs []*agentrunner.Event) {
 	for _, ev := range evs {
-		logEvent(d.Log, ev)
+		eventlog.Write(d.Log, ev)
 		if d.OnEvent != nil {
 			d.OnEvent(ev)
 		}

@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/agentrunner/agentrunner/internal/eventlog"
 	"log/slog"
 	"os"
 	"sync"
@@ -669,7 +670,7 @@ func (e *Engine) commit(ctx context.Context, ch *agentrunner.Change) error {
 	return nil
 }
 
-func (e *Engine) logEvent(ev *agentrunner.Event) { logEvent(e.log, ev) }
+func (e *Engine) logEvent(ev *agentrunner.Event) { eventlog.Write(e.log, ev) }
 
 // changeOf names the cycle and step a change is about, from its events.
 func changeOf(ch *agentrunner.Change) (cycleID, step string) {
@@ -684,30 +685,6 @@ func changeOf(ch *agentrunner.Change) (cycleID, step string) {
 	return "", ""
 }
 
-// logEvent writes an event as a structured log line at its level.
-func logEvent(log *slog.Logger, ev *agentrunner.Event) {
-	level := slog.LevelInfo
-	switch ev.Level {
-	case agentrunner.LevelDebug:
-		level = slog.LevelDebug
-	case agentrunner.LevelWarn:
-		level = slog.LevelWarn
-	case agentrunner.LevelError:
-		level = slog.LevelError
-	}
-	attrs := []slog.Attr{slog.String("event_type", ev.Type), slog.String("cycle_id", ev.CycleID)}
-	if ev.Step != "" {
-		attrs = append(attrs, slog.String("step", ev.Step))
-	}
-	if ev.Agent != "" {
-		attrs = append(attrs, slog.String("agent", ev.Agent))
-	}
-	if len(ev.Details) > 0 {
-		attrs = append(attrs, slog.Any("details", ev.Details))
-	}
-	log.LogAttrs(context.Background(), level, ev.Type, attrs...)
-}
-
 // EventRecorder returns a function that commits an event on its own and
 // logs it: for events that happen while an attempt runs, outside its
 // transaction, such as tool calls. A store that fails is logged, not
@@ -720,6 +697,6 @@ func EventRecorder(store agentrunner.Store, log *slog.Logger) func(*agentrunner.
 		if err := store.Apply(context.Background(), &agentrunner.Change{Events: []*agentrunner.Event{ev}}); err != nil {
 			log.Error("recording an event", "event_type", ev.Type, "error", err)
 		}
-		logEvent(log, ev)
+		eventlog.Write(log, ev)
 	}
 }

@@ -151,7 +151,9 @@ func TestAScheduledPipelineStartsARunEveryInterval(t *testing.T) {
 		deadline := time.Now().Add(30 * time.Second)
 		for len(runs()) != n || !runs()[0].Status.Finished() {
 			if time.Now().After(deadline) {
-				for _, r := range runs() { t.Logf("%s %s %s", r.ID, r.Status, r.StartedAt) }
+				for _, r := range runs() {
+					t.Logf("%s %s %s", r.ID, r.Status, r.StartedAt)
+				}
 				t.Fatalf("%d runs, want %d (clock %s)", len(runs()), n, clock.Now())
 			}
 			time.Sleep(5 * time.Millisecond)

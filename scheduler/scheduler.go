@@ -21,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/agentrunner/agentrunner/internal/eventlog"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -288,7 +289,7 @@ func (s *Scheduler) commit(ctx context.Context) error {
 	s.stats.transitions.Add(int64(b.transitions))
 	for _, ch := range b.changes {
 		for _, ev := range ch.Events {
-			logEvent(s.log, ev)
+			eventlog.Write(s.log, ev)
 			if s.opts.OnEvent != nil {
 				s.opts.OnEvent(ev)
 			}
@@ -298,19 +299,4 @@ func (s *Scheduler) commit(ctx context.Context) error {
 	s.ready = append(s.ready, b.start...)
 	s.delayed = append(s.delayed, b.delay...)
 	return nil
-}
-
-// logEvent writes an event as a structured log line at its level.
-func logEvent(log *slog.Logger, ev *agentrunner.Event) {
-	level := slog.LevelInfo
-	switch ev.Level {
-	case agentrunner.LevelDebug:
-		level = slog.LevelDebug
-	case agentrunner.LevelWarn:
-		level = slog.LevelWarn
-	case agentrunner.LevelError:
-		level = slog.LevelError
-	}
-	log.LogAttrs(context.Background(), level, ev.Type, slog.String("event_type", ev.Type),
-		slog.String("run_id", ev.CycleID), slog.String("step", ev.Step), slog.Any("details", ev.Details))
 }
