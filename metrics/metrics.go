@@ -38,6 +38,16 @@ import (
 // string would tie this package to all of it.
 const eventEscalation = "escalation"
 
+// The graph scheduler's event types (scheduler.EventRunCompleted...),
+// copied for the same reason.
+const (
+	eventRunCompleted = "run.completed"
+	eventRunFailed    = "run.failed"
+	eventRunAborted   = "run.aborted"
+	eventRunHalted    = "run.halted"
+	eventGateDecided  = "gate.decided"
+)
+
 // DefaultBacklogTimeout bounds how long a scrape waits for the outbox
 // backlog when Options does not say: Prometheus's own scrape timeout is 10s
 // by default, and the other metrics must not be lost to a slow store.
@@ -64,8 +74,14 @@ type Options struct {
 	// OutboxBacklog counts the outbox messages not delivered yet, for
 	// agentrunner_outbox_backlog. Nil: no such metric.
 	OutboxBacklog func(ctx context.Context) (int, error)
-	// BacklogTimeout bounds each OutboxBacklog call; default
-	// DefaultBacklogTimeout.
+	// WaitingGates counts the gates of runs that wait for a decision, for
+	// agentrunner_gates_waiting (read from the store rather than derived
+	// from gate events: a gate of a run that is aborted ends without a
+	// decision, and a restart would start the count at 0). Nil: no such
+	// metric.
+	WaitingGates func(ctx context.Context) (int, error)
+	// BacklogTimeout bounds each OutboxBacklog and WaitingGates call;
+	// default DefaultBacklogTimeout.
 	BacklogTimeout time.Duration
 	// Logger says why a scrape left a value out; default discards.
 	Logger *slog.Logger
@@ -92,6 +108,9 @@ type Metrics struct {
 	escalations   *prometheus.CounterVec
 	resources     *prometheus.CounterVec
 	backups       *prometheus.CounterVec
+	runs          *prometheus.CounterVec
+	transitions   *prometheus.CounterVec
+	gateDecisions *prometheus.CounterVec
 	// lastBackup has no labels; a vector so that it is absent until the
 	// first backup, rather than a misleading 0.
 	lastBackup *prometheus.GaugeVec
@@ -152,6 +171,18 @@ func New(opts Options) *Metrics {
 		Name: "agentrunner_last_backup_timestamp_seconds",
 		Help: "When the last scheduled backup of the state database that succeeded was taken (Unix time); absent before the first. Alert on its age.",
 	}, nil)
+	m.runs = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "agentrunner_runs_ended_total",
+		Help: "Runs of the graph scheduler that ended or halted, by their pipeline and status (completed, failed, aborted, halted).",
+	}, []string{"run_pipeline", "status"})
+	m.transitions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "agentrunner_step_transitions_total",
+		Help: "Step attempts of the graph scheduler's runs that ended, by the run's pipeline and outcome (succeeded, failed).",
+	}, []string{"run_pipeline", "outcome"})
+	m.gateDecisions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "agentrunner_gate_decisions_total",
+		Help: "Decisions on gates of runs, by the run's pipeline and action (approve, reject, route).",
+	}, []string{"run_pipeline", "action"})
 	var own prometheus.Registerer = m.reg
 	if opts.Pipeline != "" {
 		// A label value must be UTF-8, or registration fails.
@@ -159,8 +190,9 @@ func New(opts Options) *Metrics {
 	}
 	m.own = own
 	own.MustRegister(m.cycles, m.cycleDuration, m.stepOutcomes, m.stepDuration, m.tokens,
-		m.retries, m.toolCalls, m.toolDuration, m.escalations, m.resources, m.backups, m.lastBackup)
-	if opts.Tools != nil || opts.OutboxBacklog != nil {
+		m.retries, m.toolCalls, m.toolDuration, m.escalations, m.resources, m.backups, m.lastBackup,
+		m.runs, m.transitions, m.gateDecisions)
+	if opts.Tools != nil || opts.OutboxBacklog != nil || opts.WaitingGates != nil {
 		own.MustRegister(newStateCollector(opts))
 	}
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -200,9 +232,20 @@ func (m *Metrics) Observe(ev *agentrunner.Event) {
 		m.cycle("aborted", d)
 	case agentrunner.EventAttemptSucceeded:
 		m.attempt(ev, "succeeded", "")
+		m.transition(d, "succeeded")
 	case agentrunner.EventAttemptFailed, agentrunner.EventAttemptInterrupted:
 		class, _ := d["error_class"].(string)
 		m.attempt(ev, "failed", m.labels.value("error_class", class, names))
+		m.transition(d, "failed")
+	case eventRunCompleted, eventRunFailed, eventRunAborted, eventRunHalted:
+		if p, ok := m.runPipeline(d); ok {
+			m.runs.WithLabelValues(p, strings.TrimPrefix(ev.Type, "run.")).Inc()
+		}
+	case eventGateDecided:
+		if p, ok := m.runPipeline(d); ok {
+			action, _ := d["action"].(string)
+			m.gateDecisions.WithLabelValues(p, m.labels.value("action", action, names)).Inc()
+		}
 	case agentrunner.EventRetryScheduled:
 		m.retries.WithLabelValues(m.step(ev), m.agent(ev)).Inc()
 	case tool.EventToolCall:
@@ -266,6 +309,24 @@ func (m *Metrics) toolCall(ev *agentrunner.Event) {
 	if s, ok := seconds(ev.Details["duration_ms"]); ok {
 		m.toolDuration.WithLabelValues(t).Observe(s)
 	}
+}
+
+// transition counts an attempt of a run of the graph scheduler, whose
+// events name the run's pipeline; the loop's do not.
+func (m *Metrics) transition(d map[string]any, outcome string) {
+	if p, ok := m.runPipeline(d); ok {
+		m.transitions.WithLabelValues(p, outcome).Inc()
+	}
+}
+
+// runPipeline is the pipeline a scheduler's event names, as a label
+// value; false when the event names none.
+func (m *Metrics) runPipeline(d map[string]any) (string, bool) {
+	p, ok := d["pipeline"].(string)
+	if !ok || p == "" {
+		return "", false
+	}
+	return m.labels.value("run_pipeline", p, names), true
 }
 
 func (m *Metrics) step(ev *agentrunner.Event) string {
