@@ -2,9 +2,10 @@
 //
 // Nearly everything is derived from the events the runner already records:
 // feed each one to [Metrics.Observe] (the engine's OnEvent hook, the
-// dispatcher's OnEvent and the tool executor's Record hook). What is a state
-// rather than a happening, the circuit breakers and the outbox backlog, is
-// read when Prometheus scrapes.
+// dispatcher's OnEvent, the graph scheduler's OnEvent and the tool
+// executor's Record hook). What is a state rather than a happening, the
+// circuit breakers, the outbox backlog and the waiting gates, is read when
+// Prometheus scrapes.
 //
 // All metrics are named agentrunner_* and carry the constant label
 // pipeline=<name>. They are on their own registry, with the Go runtime and
@@ -12,10 +13,11 @@
 // format.
 //
 // Label values come from events, which come from agents and models that may
-// misbehave, so they are bounded: a tool, agent, step, model, error_class or
-// policy value longer than 64 bytes or with a character outside
-// [A-Za-z0-9_.:-] (models may also have "/") is reported as "other", and so
-// is every new value of a label after its first 256 distinct ones.
+// misbehave, so they are bounded: a tool, agent, step, model, error_class,
+// policy, run_pipeline or action value longer than 64 bytes or with a
+// character outside [A-Za-z0-9_.:-] (models may also have "/") is reported
+// as "other", and so is every new value of a label after its first 256
+// distinct ones.
 package metrics
 
 import (
