@@ -342,4 +342,24 @@ type RunStore interface {
 	Runs(ctx context.Context, f RunFilter) ([]*Run, error)
 	// StepRuns lists step runs, oldest first.
 	StepRuns(ctx context.Context, f StepRunFilter) ([]*StepRun, error)
+	// RunCounts counts the unfinished runs by pipeline and status, and the
+	// waiting gates, without reading the runs: a status page polls it
+	// while thousands of runs are in flight.
+	RunCounts(ctx context.Context) (RunCounts, error)
+}
+
+// RunCount is the number of runs of one pipeline in one status.
+type RunCount struct {
+	Pipeline string
+	Status   RunStatus
+	N        int
+}
+
+// RunCounts is what RunStore.RunCounts counts.
+type RunCounts struct {
+	// Unfinished are the queued, running and halted runs, by pipeline and
+	// status, ordered by both; a pair without runs is left out.
+	Unfinished []RunCount
+	// WaitingGates is the number of step runs waiting for a decision.
+	WaitingGates int
 }

@@ -596,26 +596,23 @@ func (s *Server) wakeRunner() {
 }
 
 // runsSummary counts the unfinished runs and the waiting gates, for GET
-// /api/status; nil when the server runs no pipelines of its own.
+// /api/status, without reading the runs (the page is polled while
+// thousands are in flight); nil when the server runs no pipelines of its
+// own.
 func (s *Server) runsSummary(ctx context.Context) (*RunsSummary, error) {
 	if len(s.opts.Pipelines) == 0 {
 		return nil, nil
 	}
-	runs, err := s.store.Runs(ctx, agentrunner.RunFilter{Unfinished: true})
+	counts, err := s.store.RunCounts(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := &RunsSummary{Unfinished: map[string]map[agentrunner.RunStatus]int{}}
-	for _, run := range runs {
-		if out.Unfinished[run.Pipeline] == nil {
-			out.Unfinished[run.Pipeline] = map[agentrunner.RunStatus]int{}
+	out := &RunsSummary{Unfinished: map[string]map[agentrunner.RunStatus]int{}, WaitingGates: counts.WaitingGates}
+	for _, c := range counts.Unfinished {
+		if out.Unfinished[c.Pipeline] == nil {
+			out.Unfinished[c.Pipeline] = map[agentrunner.RunStatus]int{}
 		}
-		out.Unfinished[run.Pipeline][run.Status]++
+		out.Unfinished[c.Pipeline][c.Status] = c.N
 	}
-	gates, err := s.store.StepRuns(ctx, agentrunner.StepRunFilter{Status: agentrunner.StepRunWaiting})
-	if err != nil {
-		return nil, err
-	}
-	out.WaitingGates = len(gates)
 	return out, nil
 }

@@ -429,6 +429,13 @@ func TestGateDecisions(t *testing.T) {
 		t.Errorf("GET /api/gates: first gate %v", g)
 	}
 
+	// The status page counts the same waiting gates.
+	st := w.want(200, "GET", "/api/status", viewerKey, "")
+	wantRuns := map[string]any{"unfinished": map[string]any{"review": map[string]any{"running": float64(3)}}, "waiting_gates": float64(2)}
+	if diff := cmp.Diff(wantRuns, st["runs"]); diff != "" {
+		t.Errorf("GET /api/status runs (-want +got):\n%s", diff)
+	}
+
 	for query, want := range map[string]int{"?pipeline=load": 0, "?pipeline=review&limit=1": 1, "?pipeline=review": 2} {
 		if got := w.want(200, "GET", "/api/gates"+query, viewerKey, "")["gates"].([]any); len(got) != want {
 			t.Errorf("GET /api/gates%s: %d gates, want %d", query, len(got), want)

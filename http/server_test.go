@@ -226,6 +226,9 @@ func (s failingStore) Runs(context.Context, agentrunner.RunFilter) ([]*agentrunn
 func (s failingStore) StepRuns(context.Context, agentrunner.StepRunFilter) ([]*agentrunner.StepRun, error) {
 	return nil, s.err
 }
+func (s failingStore) RunCounts(context.Context) (agentrunner.RunCounts, error) {
+	return agentrunner.RunCounts{}, s.err
+}
 func (s failingStore) Cycles(context.Context, agentrunner.CycleFilter) ([]*agentrunner.Cycle, error) {
 	return nil, s.err
 }

@@ -12,8 +12,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// sourceOutbox is the scrape error source of the outbox backlog.
-const sourceOutbox = "outbox_backlog"
+// Scrape error sources: the values read from the store at scrape time.
+const (
+	sourceOutbox       = "outbox_backlog"
+	sourceWaitingGates = "waiting_gates"
+)
 
 // breakerStates are the states a breaker gauge has a sample for.
 var breakerStates = []string{tool.BreakerClosed, tool.BreakerOpen, tool.BreakerHalfOpen}
@@ -24,6 +27,8 @@ var (
 		[]string{"tool", "state"}, nil)
 	backlogDesc = prometheus.NewDesc("agentrunner_outbox_backlog",
 		"Outbox messages (mailbox, webhooks) not delivered yet.", nil, nil)
+	waitingGatesDesc = prometheus.NewDesc("agentrunner_gates_waiting",
+		"Gates of runs that wait for a decision now.", nil, nil)
 )
 
 // stateCollector reads the gauges that are states rather than events, at
@@ -31,6 +36,7 @@ var (
 type stateCollector struct {
 	tools   func() map[string]tool.Stats
 	backlog func(ctx context.Context) (int, error)
+	gates   func(ctx context.Context) (int, error)
 	timeout time.Duration
 	errors  *prometheus.CounterVec // agentrunner_scrape_errors_total
 	log     *slog.Logger
@@ -42,6 +48,7 @@ func newStateCollector(opts Options) *stateCollector {
 	c := &stateCollector{
 		tools:   opts.Tools,
 		backlog: opts.OutboxBacklog,
+		gates:   opts.WaitingGates,
 		timeout: opts.BacklogTimeout,
 		log:     opts.Logger,
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -55,9 +62,12 @@ func newStateCollector(opts Options) *stateCollector {
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
+	// Present from the start, so that rate() sees the first error.
 	if c.backlog != nil {
-		// Present from the start, so that rate() sees the first error.
 		c.errors.WithLabelValues(sourceOutbox)
+	}
+	if c.gates != nil {
+		c.errors.WithLabelValues(sourceWaitingGates)
 	}
 	return c
 }
@@ -69,6 +79,11 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	}
 	if c.backlog != nil {
 		ch <- backlogDesc
+	}
+	if c.gates != nil {
+		ch <- waitingGatesDesc
+	}
+	if c.backlog != nil || c.gates != nil {
 		c.errors.Describe(ch)
 	}
 }
@@ -79,19 +94,30 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		c.collectBreakers(ch)
 	}
 	if c.backlog != nil {
-		n, err := c.readBacklog()
-		if err != nil {
-			// A made-up value would be worse than a gap: leave the sample
-			// out and count the failure where an alert can see it.
-			c.errors.WithLabelValues(sourceOutbox).Inc()
-			c.log.Warn("metrics: leaving the outbox backlog out of a scrape", "error", err)
-		} else {
-			ch <- prometheus.MustNewConstMetric(backlogDesc, prometheus.GaugeValue, float64(n))
-		}
-		// Collected here, after the read, so that a scrape that lacks the
-		// backlog also shows the error that made it lack it.
+		c.collectCount(ch, backlogDesc, sourceOutbox, "outbox backlog", c.backlog)
+	}
+	if c.gates != nil {
+		c.collectCount(ch, waitingGatesDesc, sourceWaitingGates, "waiting gates", c.gates)
+	}
+	if c.backlog != nil || c.gates != nil {
+		// Collected here, after the reads, so that a scrape that lacks a
+		// value also shows the error that made it lack it.
 		c.errors.Collect(ch)
 	}
+}
+
+// collectCount sends the gauge desc of what read counts, or, when the
+// read fails, counts the failure under source instead.
+func (c *stateCollector) collectCount(ch chan<- prometheus.Metric, desc *prometheus.Desc, source, what string, read func(context.Context) (int, error)) {
+	n, err := c.readCount(what, read)
+	if err != nil {
+		// A made-up value would be worse than a gap: leave the sample
+		// out and count the failure where an alert can see it.
+		c.errors.WithLabelValues(source).Inc()
+		c.log.Warn("metrics: leaving the "+what+" out of a scrape", "error", err)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, float64(n))
 }
 
 // collectBreakers sends a sample per tool and state. Tool names are bounded
@@ -122,10 +148,10 @@ func (c *stateCollector) collectBreakers(ch chan<- prometheus.Metric) {
 	}
 }
 
-// readBacklog calls the backlog function with a timeout, and stops waiting
-// at the timeout even if the function does not: a scrape must not hang on a
-// stuck store.
-func (c *stateCollector) readBacklog() (int, error) {
+// readCount calls read (what it counts) with a timeout, and stops waiting
+// at the timeout even if read does not: a scrape must not hang on a stuck
+// store.
+func (c *stateCollector) readCount(what string, read func(context.Context) (int, error)) (int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
 	type result struct {
@@ -141,19 +167,19 @@ func (c *stateCollector) readBacklog() (int, error) {
 				done <- result{err: fmt.Errorf("panic: %v", p)}
 			}
 		}()
-		n, err := c.backlog(ctx)
+		n, err := read(ctx)
 		done <- result{n, err}
 	}()
 	select {
 	case r := <-done:
 		if r.err != nil {
-			return 0, fmt.Errorf("outbox backlog: %w", r.err)
+			return 0, fmt.Errorf("%s: %w", what, r.err)
 		}
 		if r.n < 0 {
-			return 0, fmt.Errorf("outbox backlog: negative count %d", r.n)
+			return 0, fmt.Errorf("%s: negative count %d", what, r.n)
 		}
 		return r.n, nil
 	case <-ctx.Done():
-		return 0, errors.New("outbox backlog: no answer within " + c.timeout.String())
+		return 0, errors.New(what + ": no answer within " + c.timeout.String())
 	}
 }

@@ -2,9 +2,10 @@
 //
 // Nearly everything is derived from the events the runner already records:
 // feed each one to [Metrics.Observe] (the engine's OnEvent hook, the
-// dispatcher's OnEvent and the tool executor's Record hook). What is a state
-// rather than a happening, the circuit breakers and the outbox backlog, is
-// read when Prometheus scrapes.
+// dispatcher's OnEvent, the graph scheduler's OnEvent and the tool
+// executor's Record hook). What is a state rather than a happening, the
+// circuit breakers, the outbox backlog and the waiting gates, is read when
+// Prometheus scrapes.
 //
 // All metrics are named agentrunner_* and carry the constant label
 // pipeline=<name>. They are on their own registry, with the Go runtime and
@@ -12,10 +13,11 @@
 // format.
 //
 // Label values come from events, which come from agents and models that may
-// misbehave, so they are bounded: a tool, agent, step, model, error_class or
-// policy value longer than 64 bytes or with a character outside
-// [A-Za-z0-9_.:-] (models may also have "/") is reported as "other", and so
-// is every new value of a label after its first 256 distinct ones.
+// misbehave, so they are bounded: a tool, agent, step, model, error_class,
+// policy, run_pipeline or action value longer than 64 bytes or with a
+// character outside [A-Za-z0-9_.:-] (models may also have "/") is reported
+// as "other", and so is every new value of a label after its first 256
+// distinct ones.
 package metrics
 
 import (
@@ -37,6 +39,16 @@ import (
 // eventEscalation is engine.EventEscalation: importing the engine for one
 // string would tie this package to all of it.
 const eventEscalation = "escalation"
+
+// The graph scheduler's event types (scheduler.EventRunCompleted...),
+// copied for the same reason.
+const (
+	eventRunCompleted = "run.completed"
+	eventRunFailed    = "run.failed"
+	eventRunAborted   = "run.aborted"
+	eventRunHalted    = "run.halted"
+	eventGateDecided  = "gate.decided"
+)
 
 // DefaultBacklogTimeout bounds how long a scrape waits for the outbox
 // backlog when Options does not say: Prometheus's own scrape timeout is 10s
@@ -64,8 +76,14 @@ type Options struct {
 	// OutboxBacklog counts the outbox messages not delivered yet, for
 	// agentrunner_outbox_backlog. Nil: no such metric.
 	OutboxBacklog func(ctx context.Context) (int, error)
-	// BacklogTimeout bounds each OutboxBacklog call; default
-	// DefaultBacklogTimeout.
+	// WaitingGates counts the gates of runs that wait for a decision, for
+	// agentrunner_gates_waiting (read from the store rather than derived
+	// from gate events: a gate of a run that is aborted ends without a
+	// decision, and a restart would start the count at 0). Nil: no such
+	// metric.
+	WaitingGates func(ctx context.Context) (int, error)
+	// BacklogTimeout bounds each OutboxBacklog and WaitingGates call;
+	// default DefaultBacklogTimeout.
 	BacklogTimeout time.Duration
 	// Logger says why a scrape left a value out; default discards.
 	Logger *slog.Logger
@@ -92,6 +110,9 @@ type Metrics struct {
 	escalations   *prometheus.CounterVec
 	resources     *prometheus.CounterVec
 	backups       *prometheus.CounterVec
+	runs          *prometheus.CounterVec
+	transitions   *prometheus.CounterVec
+	gateDecisions *prometheus.CounterVec
 	// lastBackup has no labels; a vector so that it is absent until the
 	// first backup, rather than a misleading 0.
 	lastBackup *prometheus.GaugeVec
@@ -152,6 +173,18 @@ func New(opts Options) *Metrics {
 		Name: "agentrunner_last_backup_timestamp_seconds",
 		Help: "When the last scheduled backup of the state database that succeeded was taken (Unix time); absent before the first. Alert on its age.",
 	}, nil)
+	m.runs = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "agentrunner_runs_ended_total",
+		Help: "Runs of the graph scheduler that ended or halted, by their pipeline and status (completed, failed, aborted, halted).",
+	}, []string{"run_pipeline", "status"})
+	m.transitions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "agentrunner_step_transitions_total",
+		Help: "Step attempts of the graph scheduler's runs that ended, by the run's pipeline and outcome (succeeded, failed).",
+	}, []string{"run_pipeline", "outcome"})
+	m.gateDecisions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "agentrunner_gate_decisions_total",
+		Help: "Decisions on gates of runs, by the run's pipeline and action (approve, reject, route).",
+	}, []string{"run_pipeline", "action"})
 	var own prometheus.Registerer = m.reg
 	if opts.Pipeline != "" {
 		// A label value must be UTF-8, or registration fails.
@@ -159,8 +192,9 @@ func New(opts Options) *Metrics {
 	}
 	m.own = own
 	own.MustRegister(m.cycles, m.cycleDuration, m.stepOutcomes, m.stepDuration, m.tokens,
-		m.retries, m.toolCalls, m.toolDuration, m.escalations, m.resources, m.backups, m.lastBackup)
-	if opts.Tools != nil || opts.OutboxBacklog != nil {
+		m.retries, m.toolCalls, m.toolDuration, m.escalations, m.resources, m.backups, m.lastBackup,
+		m.runs, m.transitions, m.gateDecisions)
+	if opts.Tools != nil || opts.OutboxBacklog != nil || opts.WaitingGates != nil {
 		own.MustRegister(newStateCollector(opts))
 	}
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -200,9 +234,20 @@ func (m *Metrics) Observe(ev *agentrunner.Event) {
 		m.cycle("aborted", d)
 	case agentrunner.EventAttemptSucceeded:
 		m.attempt(ev, "succeeded", "")
+		m.transition(d, "succeeded")
 	case agentrunner.EventAttemptFailed, agentrunner.EventAttemptInterrupted:
 		class, _ := d["error_class"].(string)
 		m.attempt(ev, "failed", m.labels.value("error_class", class, names))
+		m.transition(d, "failed")
+	case eventRunCompleted, eventRunFailed, eventRunAborted, eventRunHalted:
+		if p, ok := m.runPipeline(d); ok {
+			m.runs.WithLabelValues(p, strings.TrimPrefix(ev.Type, "run.")).Inc()
+		}
+	case eventGateDecided:
+		if p, ok := m.runPipeline(d); ok {
+			action, _ := d["action"].(string)
+			m.gateDecisions.WithLabelValues(p, m.labels.value("action", action, names)).Inc()
+		}
 	case agentrunner.EventRetryScheduled:
 		m.retries.WithLabelValues(m.step(ev), m.agent(ev)).Inc()
 	case tool.EventToolCall:
@@ -266,6 +311,24 @@ func (m *Metrics) toolCall(ev *agentrunner.Event) {
 	if s, ok := seconds(ev.Details["duration_ms"]); ok {
 		m.toolDuration.WithLabelValues(t).Observe(s)
 	}
+}
+
+// transition counts an attempt of a run of the graph scheduler, whose
+// events name the run's pipeline; the loop's do not.
+func (m *Metrics) transition(d map[string]any, outcome string) {
+	if p, ok := m.runPipeline(d); ok {
+		m.transitions.WithLabelValues(p, outcome).Inc()
+	}
+}
+
+// runPipeline is the pipeline a scheduler's event names, as a label
+// value; false when the event names none.
+func (m *Metrics) runPipeline(d map[string]any) (string, bool) {
+	p, ok := d["pipeline"].(string)
+	if !ok || p == "" {
+		return "", false
+	}
+	return m.labels.value("run_pipeline", p, names), true
 }
 
 func (m *Metrics) step(ev *agentrunner.Event) string {

@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
@@ -17,6 +18,8 @@ import (
 	"time"
 
 	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/scheduler"
+	"github.com/agentrunner/agentrunner/sqlite"
 	"github.com/agentrunner/agentrunner/tool"
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
@@ -140,6 +143,43 @@ func TestObserve(t *testing.T) {
 				`agentrunner_step_duration_seconds_sum{agent="fetcher",outcome="succeeded",` + p + `,step="fetch"}`:                  4,
 				`agentrunner_tokens_total{agent="writer",direction="input",model="openai/gpt-4.1",` + p + `}`:                        1300,
 				`agentrunner_tokens_total{agent="writer",direction="output",model="openai/gpt-4.1",` + p + `}`:                       200,
+			},
+		},
+		{
+			name: "runs, step transitions and gate decisions of the graph scheduler",
+			events: []*agentrunner.Event{
+				ev(agentrunner.EventAttemptSucceeded, "draft", "writer", map[string]any{"pipeline": "review", "attempt": 1, "visit": 1}),
+				ev(agentrunner.EventAttemptSucceeded, "draft", "writer", map[string]any{"pipeline": "review", "attempt": 1, "visit": 2}),
+				ev(agentrunner.EventAttemptFailed, "draft", "writer", map[string]any{"pipeline": "review", "attempt": 2, "error_class": "timeout"}),
+				ev(agentrunner.EventAttemptInterrupted, "fetch", "", map[string]any{"pipeline": "triage", "attempt": 1, "error_class": "interrupted"}),
+				ev(scheduler.EventGateDecided, "signoff", "", map[string]any{"pipeline": "review", "visit": 1, "action": "approve", "operator": "alice"}),
+				ev(scheduler.EventGateDecided, "signoff", "", map[string]any{"pipeline": "review", "visit": 1, "action": "reject", "operator": "timeout"}),
+				ev(scheduler.EventGateDecided, "signoff", "", map[string]any{"pipeline": "review", "visit": 2, "action": "approve"}),
+				ev(scheduler.EventRunCompleted, "", "", map[string]any{"pipeline": "review", "duration_ms": 100}),
+				ev(scheduler.EventRunCompleted, "", "", map[string]any{"pipeline": "review", "duration_ms": 200}),
+				ev(scheduler.EventRunFailed, "", "", map[string]any{"pipeline": "review", "error": "gate signoff#1 rejected"}),
+				ev(scheduler.EventRunAborted, "", "", map[string]any{"pipeline": "triage"}),
+				ev(scheduler.EventRunHalted, "", "", map[string]any{"pipeline": "triage"}),
+				// Events that name no pipeline are not a graph run's.
+				ev(scheduler.EventRunCompleted, "", "", map[string]any{"duration_ms": 100}),
+				ev(scheduler.EventGateDecided, "signoff", "", map[string]any{"action": "approve"}),
+				// Events the metrics leave alone.
+				ev(scheduler.EventRunStarted, "", "", map[string]any{"pipeline": "review"}),
+				ev(scheduler.EventGateOpened, "signoff", "", map[string]any{"pipeline": "review", "visit": 1}),
+			},
+			want: map[string]float64{
+				`agentrunner_step_transitions_total{outcome="succeeded",` + p + `,run_pipeline="review"}`:                       2,
+				`agentrunner_step_transitions_total{outcome="failed",` + p + `,run_pipeline="review"}`:                          1,
+				`agentrunner_step_transitions_total{outcome="failed",` + p + `,run_pipeline="triage"}`:                          1,
+				`agentrunner_step_outcomes_total{agent="writer",error_class="",outcome="succeeded",` + p + `,step="draft"}`:     2,
+				`agentrunner_step_outcomes_total{agent="writer",error_class="timeout",outcome="failed",` + p + `,step="draft"}`: 1,
+				`agentrunner_step_outcomes_total{agent="",error_class="interrupted",outcome="failed",` + p + `,step="fetch"}`:   1,
+				`agentrunner_gate_decisions_total{action="approve",` + p + `,run_pipeline="review"}`:                            2,
+				`agentrunner_gate_decisions_total{action="reject",` + p + `,run_pipeline="review"}`:                             1,
+				`agentrunner_runs_ended_total{` + p + `,run_pipeline="review",status="completed"}`:                              2,
+				`agentrunner_runs_ended_total{` + p + `,run_pipeline="review",status="failed"}`:                                 1,
+				`agentrunner_runs_ended_total{` + p + `,run_pipeline="triage",status="aborted"}`:                                1,
+				`agentrunner_runs_ended_total{` + p + `,run_pipeline="triage",status="halted"}`:                                 1,
 			},
 		},
 		{
@@ -678,5 +718,56 @@ func TestObserveBackups(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("backup metrics (-want +got):\n%s", diff)
+	}
+}
+
+// TestWaitingGates: the gauge of waiting gates is read from the store at
+// each scrape, so it follows the gates that a run's end cancels without a
+// decision too; a failed read leaves the sample out and is counted.
+func TestWaitingGates(t *testing.T) {
+	store, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	started := time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC)
+	gate := func(runID string, st agentrunner.StepRunStatus) *agentrunner.StepRun {
+		return &agentrunner.StepRun{RunID: runID, Step: "signoff", Visit: 1, Status: st, OpenedAt: started}
+	}
+	var runs []*agentrunner.Run
+	for _, id := range []string{"review-000001", "review-000002", "review-000003"} {
+		runs = append(runs, &agentrunner.Run{ID: id, Pipeline: "review", Status: agentrunner.RunRunning, Dir: t.TempDir(), StartedAt: started})
+	}
+	apply := func(ch *agentrunner.Change) {
+		t.Helper()
+		if err := store.ApplyAll(t.Context(), ch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apply(&agentrunner.Change{Runs: runs, StepRuns: []*agentrunner.StepRun{gate(runs[0].ID, agentrunner.StepRunWaiting),
+		gate(runs[1].ID, agentrunner.StepRunWaiting), gate(runs[2].ID, agentrunner.StepRunOpen)}})
+	m := New(Options{Pipeline: "p", WaitingGates: func(ctx context.Context) (int, error) {
+		c, err := store.RunCounts(ctx)
+		return c.WaitingGates, err
+	}})
+	want := map[string]float64{
+		`agentrunner_gates_waiting{pipeline="p"}`:                              2,
+		`agentrunner_scrape_errors_total{pipeline="p",source="waiting_gates"}`: 0,
+	}
+	if diff := cmp.Diff(want, snapshot(t, m.Registry())); diff != "" {
+		t.Errorf("two gates wait (-want +got):\n%s", diff)
+	}
+	aborted := *runs[1]
+	aborted.Status, aborted.EndedAt = agentrunner.RunAborted, started.Add(time.Minute)
+	apply(&agentrunner.Change{Runs: []*agentrunner.Run{&aborted}, StepRuns: []*agentrunner.StepRun{gate(aborted.ID, agentrunner.StepRunCanceled)}})
+	want[`agentrunner_gates_waiting{pipeline="p"}`] = 1
+	if diff := cmp.Diff(want, snapshot(t, m.Registry())); diff != "" {
+		t.Errorf("after a run with a waiting gate was aborted (-want +got):\n%s", diff)
+	}
+
+	failing := New(Options{Pipeline: "p", WaitingGates: func(context.Context) (int, error) { return 0, errors.New("database is locked") }})
+	if diff := cmp.Diff(map[string]float64{`agentrunner_scrape_errors_total{pipeline="p",source="waiting_gates"}`: 1},
+		snapshot(t, failing.Registry())); diff != "" {
+		t.Errorf("a failed read (-want +got):\n%s", diff)
 	}
 }

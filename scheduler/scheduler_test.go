@@ -123,6 +123,17 @@ func TestReviewLoopEndsOnApprove(t *testing.T) {
 	if r.Status != agentrunner.RunCompleted || describe(sortByOpened(srs)) != want {
 		t.Fatalf("run %s (%s): %s\nwant %s", r.Status, r.Error, describe(sortByOpened(srs)), want)
 	}
+	// Every event of the run names its pipeline, which the metrics of
+	// runs, attempts and gates are labelled with.
+	evs, err := h.store.Events(context.Background(), agentrunner.EventFilter{CycleID: id})
+	if err != nil || len(evs) == 0 {
+		t.Fatalf("events of %s: %d, %v", id, len(evs), err)
+	}
+	for _, ev := range evs {
+		if ev.Details["pipeline"] != "review" {
+			t.Errorf("event %s of %s: pipeline %v, want review", ev.Type, id, ev.Details["pipeline"])
+		}
+	}
 }
 
 func TestReviewLoopAtItsCapOpensAGateThatSurvivesARestart(t *testing.T) {

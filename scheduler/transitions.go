@@ -387,8 +387,11 @@ func (s *Scheduler) putStepRun(ch *agentrunner.Change, ss *stepState) {
 	ch.StepRuns = append(ch.StepRuns, &sr)
 }
 
-// event appends an event about a run to a change.
+// event appends an event about a run to a change. Its details name the
+// run's pipeline, which the metrics of runs, attempts and gates are
+// labelled with.
 func (s *Scheduler) event(ch *agentrunner.Change, rs *runState, step, typ string, level agentrunner.Level, details map[string]any) {
+	details["pipeline"] = rs.run.Pipeline
 	ev := &agentrunner.Event{Timestamp: s.clock.Now(), Type: typ, Step: step, CycleID: rs.run.ID, Level: level, Details: details}
 	if st := rs.pipeline.Steps[step]; st != nil {
 		ev.Agent = agentOf(st)

@@ -83,10 +83,11 @@ func TestReadsUseIndexes(t *testing.T) {
 		{"cycles by status", agentrunner.RunFilter{Status: agentrunner.CycleFailed, Before: "20261122_140000", Limit: 20}, []string{"INDEX runs_status (status=? AND id<?)"}},
 		{"runs of a pipeline", agentrunner.RunFilter{Pipeline: "review", Limit: 20}, []string{"INDEX runs_pipeline (pipeline=?)"}},
 		{"runs of a pipeline, a later page", agentrunner.RunFilter{Pipeline: "review", Before: "review-000100", Limit: 20}, []string{"INDEX runs_pipeline (pipeline=? AND id<?)"}},
-		{"runs of a pipeline by status", agentrunner.RunFilter{Pipeline: "review", Status: agentrunner.RunQueued, Limit: 20}, []string{"INDEX runs_pipeline_status (pipeline=? AND status=?)"}},
+		{"runs of a pipeline by status", agentrunner.RunFilter{Pipeline: "review", Status: agentrunner.RunQueued, Limit: 20}, []string{"(pipeline=? AND status=?)"}},
+		{"runs of a pipeline by a finished status", agentrunner.RunFilter{Pipeline: "review", Status: agentrunner.RunCompleted, Limit: 20}, []string{"INDEX runs_pipeline_status (pipeline=? AND status=?)"}},
 		{"unfinished runs", agentrunner.RunFilter{Unfinished: true}, []string{"SCAN runs USING INDEX runs_unfinished"}},
 		{"unfinished runs of a pipeline", agentrunner.RunFilter{Pipeline: "review", Unfinished: true, Limit: 50}, []string{"SCAN runs USING INDEX runs_unfinished"}},
-		{"running runs of a pipeline", agentrunner.RunFilter{Pipeline: "review", Status: agentrunner.RunRunning, Unfinished: true}, []string{"INDEX runs_pipeline_status (pipeline=? AND status=?)"}},
+		{"running runs of a pipeline", agentrunner.RunFilter{Pipeline: "review", Status: agentrunner.RunRunning, Unfinished: true}, []string{"(pipeline=? AND status=?)"}},
 	} {
 		q, args := runsQuery(tt.f)
 		// The walk of runs_unfinished reads the runs in flight only.
@@ -108,6 +109,12 @@ func TestReadsUseIndexes(t *testing.T) {
 		qs = append(qs, query{tt.name, q, args, tt.use, tt.allow})
 	}
 	qs = append(qs,
+		// GET /api/status's counts read the runs in flight's index alone,
+		// in its order (no sort for the grouping), and the waiting gates'
+		// entries of step_runs_status.
+		query{"unfinished run counts", sqlRunCounts, nil, []string{"SCAN runs USING COVERING INDEX runs_unfinished_counts"},
+			[]string{"SCAN runs USING COVERING INDEX runs_unfinished_counts"}},
+		query{"waiting gate count", sqlWaitingGates, nil, []string{"SEARCH step_runs USING COVERING INDEX step_runs_status (status=?)"}, nil},
 		query{"audit page", `SELECT ` + commandColumns + ` FROM commands ` + sqlCommandsPage, []any{100, 20}, []string{"INTEGER PRIMARY KEY (rowid<?)"}, nil},
 		query{"tool usage of all time", sqlToolTotals, nil, []string{"SCAN tool_usage_totals"}, nil},
 		query{"tool usage since", sqlToolHours, []any{"2026-11-22T14"}, []string{"PRIMARY KEY (hour>?)"}, nil},

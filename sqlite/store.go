@@ -612,6 +612,43 @@ func runsQuery(f agentrunner.RunFilter) (string, []any) {
 	return q, args
 }
 
+// sqlRunCounts counts the unfinished runs on the partial index
+// runs_unfinished_counts, named (SQLite would rather search runs_status
+// for each status and sort), whose condition it states word for word.
+const sqlRunCounts = `SELECT pipeline, status, COUNT(*) FROM runs INDEXED BY runs_unfinished_counts WHERE (` + sqlUnfinishedRun + `)
+	GROUP BY pipeline, status ORDER BY pipeline, status`
+
+// sqlWaitingGates counts the waiting step runs on step_runs_status.
+const sqlWaitingGates = `SELECT COUNT(*) FROM step_runs WHERE status = 'waiting'`
+
+// RunCounts counts the unfinished runs by pipeline and status and the
+// waiting gates, in one read transaction so the two agree.
+func (s *Store) RunCounts(ctx context.Context) (agentrunner.RunCounts, error) {
+	var out agentrunner.RunCounts
+	tx, err := s.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return out, err
+	}
+	defer tx.Rollback()
+	rows, err := tx.QueryContext(ctx, sqlRunCounts)
+	if err != nil {
+		return out, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var c agentrunner.RunCount
+		if err := rows.Scan(&c.Pipeline, &c.Status, &c.N); err != nil {
+			return out, err
+		}
+		out.Unfinished = append(out.Unfinished, c)
+	}
+	if err := rows.Err(); err != nil {
+		return out, err
+	}
+	err = tx.QueryRowContext(ctx, sqlWaitingGates).Scan(&out.WaitingGates)
+	return out, err
+}
+
 const stepRunColumns = `run_id, step, visit, status, from_key, arrived, label, output, opened_at, ended_at, error, decision`
 
 // StepRuns lists step runs in the order they were opened.

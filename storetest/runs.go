@@ -25,6 +25,7 @@ var runTests = []struct {
 	{"GuardIsPerPipeline", testGuardPerPipeline},
 	{"ApplyAllWritesAllOrNothing", testApplyAllAtomic},
 	{"GateIsDecidedOnce", testGateDecidedOnce},
+	{"RunCountsCountUnfinishedRunsAndWaitingGates", testRunCounts},
 }
 
 // run is a run of the review pipeline, which is not serial.
@@ -397,5 +398,36 @@ func testGateDecidedOnce(t *testing.T, s agentrunner.Store) {
 	}
 	if diff := cmp.Diff(first, audit[3]); diff != "" {
 		t.Errorf("the first decision (-want +got):\n%s", diff)
+	}
+}
+
+// testRunCounts: the counts follow the runs and step runs as they change;
+// finished runs and decided gates drop out.
+func testRunCounts(t *testing.T, s agentrunner.Store) {
+	ctx := context.Background()
+	if got, err := s.RunCounts(ctx); err != nil || !cmp.Equal(agentrunner.RunCounts{}, got) {
+		t.Errorf("an empty store's counts: %+v, %v", got, err)
+	}
+	seedRuns(t, s)
+	gate := func(runID string, st agentrunner.StepRunStatus) *agentrunner.StepRun {
+		return &agentrunner.StepRun{RunID: runID, Step: "signoff", Visit: 1, Status: st, OpenedAt: t0}
+	}
+	mustApply(t, s, &agentrunner.Change{StepRuns: []*agentrunner.StepRun{gate("review-000002", agentrunner.StepRunWaiting),
+		gate("review-000005", agentrunner.StepRunWaiting), gate("review-000003", agentrunner.StepRunOpen)}})
+	want := agentrunner.RunCounts{Unfinished: []agentrunner.RunCount{
+		{Pipeline: "crypton", Status: agentrunner.RunRunning, N: 1},
+		{Pipeline: "review", Status: agentrunner.RunHalted, N: 1},
+		{Pipeline: "review", Status: agentrunner.RunQueued, N: 1},
+		{Pipeline: "review", Status: agentrunner.RunRunning, N: 2},
+		{Pipeline: "triage", Status: agentrunner.RunQueued, N: 1},
+	}, WaitingGates: 2}
+	if got, err := s.RunCounts(ctx); err != nil || !cmp.Equal(want, got) {
+		t.Errorf("counts (-want +got):\n%s%v", cmp.Diff(want, got), err)
+	}
+	done := run("review-000005", agentrunner.RunCompleted)
+	mustApply(t, s, &agentrunner.Change{Runs: []*agentrunner.Run{done}, StepRuns: []*agentrunner.StepRun{gate(done.ID, agentrunner.StepRunSucceeded)}})
+	want.Unfinished[3].N, want.WaitingGates = 1, 1
+	if got, err := s.RunCounts(ctx); err != nil || !cmp.Equal(want, got) {
+		t.Errorf("counts after review-000005 completed (-want +got):\n%s%v", cmp.Diff(want, got), err)
 	}
 }

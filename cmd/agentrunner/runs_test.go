@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"net/http"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -277,6 +278,7 @@ func TestServeRunsTheReviewExampleThroughTheCLI(t *testing.T) {
 		_, out, _ := cliRun(t, "gates")
 		return out, strings.Contains(out, id+" ")
 	})
+	wantMetrics(t, ctx, "http://"+addr+"/metrics", `agentrunner_gates_waiting\{[^}]*\} 1`)
 	if code, out, errOut := cliRun(t, "approve", id, "decide", "-m", "ship it"); code != exitOK {
 		t.Fatalf("approve: exit %d %s %s", code, out, errOut)
 	}
@@ -285,6 +287,36 @@ func TestServeRunsTheReviewExampleThroughTheCLI(t *testing.T) {
 		return out, strings.Contains(out, "status:    completed")
 	})
 	matchLines(t, "run-status", out, `decide\s+1\s+succeeded\s+approve\s+\S+\s+\S+\s+approve by local: ship it`)
+	wantMetrics(t, ctx, "http://"+addr+"/metrics", `agentrunner_gates_waiting\{[^}]*\} 0`,
+		`agentrunner_gate_decisions_total\{action="approve",[^}]*run_pipeline="review"\} 1`,
+		`agentrunner_runs_ended_total\{[^}]*run_pipeline="review",status="completed"\} 1`,
+		`agentrunner_step_transitions_total\{outcome="succeeded",[^}]*run_pipeline="review"\} [1-9]`)
+}
+
+// wantMetrics fetches the metrics at url and checks that each pattern
+// matches a whole line.
+func wantMetrics(t *testing.T, ctx context.Context, url string, patterns ...string) {
+	t.Helper()
+	status, body, err := cliGet(ctx, url)
+	if err != nil || status != http.StatusOK {
+		t.Fatalf("GET /metrics: %d %v", status, err)
+	}
+	for _, p := range patterns {
+		if !regexp.MustCompile(`(?m)^` + p + `$`).Match(body) {
+			t.Errorf("GET /metrics has no line %s:\n%s", p, grepLines(string(body), "agentrunner_"))
+		}
+	}
+}
+
+// grepLines is the lines of s that start with prefix.
+func grepLines(s, prefix string) string {
+	var out []string
+	for line := range strings.Lines(s) {
+		if strings.HasPrefix(line, prefix) {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "")
 }
 
 // eventuallyOut polls f until it reports done, and returns its output.

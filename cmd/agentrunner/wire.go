@@ -267,6 +267,10 @@ func openRunner(ctx context.Context, ws *workspace.Workspace, clock agentrunner.
 			pending, err := r.store.Outbox(ctx, agentrunner.OutboxFilter{Due: time.Now().AddDate(100, 0, 0)})
 			return len(pending), err
 		},
+		WaitingGates: func(ctx context.Context) (int, error) {
+			counts, err := r.store.RunCounts(ctx)
+			return counts.WaitingGates, err
+		},
 	})
 	observe := func(ev *agentrunner.Event) {
 		r.metrics.Observe(ev)
