@@ -8,6 +8,7 @@ import (
 	"github.com/agentrunner/agentrunner"
 	"github.com/agentrunner/agentrunner/execsvc"
 	"github.com/agentrunner/agentrunner/webhook"
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestCheckStrategyFlagsExpiryOnce: the watcher returns when the newest
@@ -94,8 +95,12 @@ func TestDeadMansSwitch(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	beats := &countingBeats{HeartbeatSender: e.client, n: 10, cancel: cancel}
 	NewWatcher(WatcherOptions{Clock: e.clock}).Heartbeats(ctx, beats, "crypton", 30*time.Second)
-	if got := len(e.es.Heartbeats()); got != 10 {
-		t.Fatalf("the service received %d heartbeats, want 10", got)
+	var want []time.Time
+	for i := range 10 {
+		want = append(want, t0.Add(time.Duration(i)*30*time.Second))
+	}
+	if diff := cmp.Diff(want, e.es.Heartbeats()); diff != "" {
+		t.Fatalf("the service's heartbeats, 30s apart (-want +got):\n%s", diff)
 	}
 	if e.es.SafeMode().SafeMode {
 		t.Fatal("safe mode while heartbeats arrive every 30s")
