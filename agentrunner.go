@@ -211,8 +211,6 @@ const (
 	EventArtifactRejected   = "artifact.rejected"
 	EventMailboxDelivered   = "mailbox.delivered"
 	EventMemoryCreated      = "memory.created"
-	EventExecutionNotified  = "execution.notified"
-	EventExecutionStatus    = "execution.status"
 	// EventResourceExhausted: the runner ran out of a resource (details:
 	// resource, operation, error, wait) and tries again after the wait.
 	EventResourceExhausted = "resource.exhausted"
@@ -245,18 +243,13 @@ type OutboxMessage struct {
 
 // Outbox message kinds.
 const (
-	// OutboxStrategy hands a strategy to the Execution Service; the
-	// execution step delivers it itself.
-	OutboxStrategy = "execution.strategy"
-	// OutboxSafeMode tells the Execution Service to enter safe mode.
-	OutboxSafeMode = "execution.safe_mode"
 	// OutboxWebhook notifies operators.
 	OutboxWebhook = "webhook"
 )
 
 // OutboxFilter selects outbox messages.
 type OutboxFilter struct {
-	Kind string // empty: any kind but OutboxStrategy's delivery is the step's
+	Kind string // empty: any kind
 	// Due selects undelivered messages whose next attempt is due by then.
 	Due time.Time
 	// Delivered selects delivered messages, newest first.
@@ -288,9 +281,6 @@ type Command struct {
 const (
 	// CommandResume resumes a halted cycle at its step.
 	CommandResume = "resume"
-	// CommandExecutionStatus reports a strategy's status (the Execution
-	// Service's callback).
-	CommandExecutionStatus = "execution.status"
 	// CommandPause stops new steps from starting; the running one finishes.
 	CommandPause = "pause"
 	// CommandAbort cancels the running agent and ends the cycle aborted.

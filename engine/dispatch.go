@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/step/execution"
 	"github.com/agentrunner/agentrunner/webhook"
 )
 
@@ -50,7 +51,7 @@ func (d *Dispatcher) DeliverDue(ctx context.Context) (int, error) {
 	}
 	delivered := 0
 	for _, m := range due {
-		if m.Kind == agentrunner.OutboxStrategy {
+		if m.Kind == execution.OutboxStrategy {
 			continue
 		}
 		deliver := d.Deliver[m.Kind]

@@ -22,19 +22,15 @@ import (
 
 	"github.com/agentrunner/agentrunner"
 	"github.com/agentrunner/agentrunner/config"
-	"github.com/agentrunner/agentrunner/execsvc"
 	"github.com/agentrunner/agentrunner/internal/atomicfile"
 	"github.com/agentrunner/agentrunner/mailbox"
+	"github.com/agentrunner/agentrunner/step/execution"
 	"github.com/agentrunner/agentrunner/workspace"
 )
 
-// ExecutionService is what the engine needs of the Execution Service.
-type ExecutionService interface {
-	Submit(ctx context.Context, key string, s execsvc.Submission) (*execsvc.Receipt, error)
-	Status(ctx context.Context, strategyID string) (*execsvc.Receipt, error)
-}
-
-var _ ExecutionService = (*execsvc.Client)(nil)
+// ExecutionService is what the engine's execution steps need of the
+// Execution Service.
+type ExecutionService = execution.Service
 
 // Options wires an engine.
 type Options struct {
@@ -104,6 +100,8 @@ type Engine struct {
 	// resourceFailures counts the attempts in a row that failed for want
 	// of a resource, for their growing wait. The loop's goroutine only.
 	resourceFailures int
+	// watcher watches the validity of the strategy handed over.
+	watcher *execution.Watcher
 }
 
 // New checks the options and returns an engine.
@@ -137,6 +135,7 @@ func New(opts Options) (*Engine, error) {
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
 	}
+	e.watcher = execution.NewWatcher(execution.WatcherOptions{Store: e.store, Clock: e.clock, Logger: e.log, Commit: e.commit, Alert: e.alert})
 	return e, nil
 }
 

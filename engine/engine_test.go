@@ -16,6 +16,7 @@ import (
 	"github.com/agentrunner/agentrunner/execsvc"
 	"github.com/agentrunner/agentrunner/mailbox"
 	"github.com/agentrunner/agentrunner/runtime/mock"
+	"github.com/agentrunner/agentrunner/step/execution"
 	"github.com/agentrunner/agentrunner/tool"
 	"github.com/google/go-cmp/cmp"
 	"sync"
@@ -130,7 +131,7 @@ func TestOneFullCycle(t *testing.T) {
 		t.Fatalf("Execution Service received %d strategies, want exactly this cycle's strategy.json", len(got))
 	}
 	var statuses []string
-	for _, ev := range f.eventsOf(agentrunner.EventExecutionStatus) {
+	for _, ev := range f.eventsOf(execution.EventExecutionStatus) {
 		statuses = append(statuses, ev.Details["status"].(string))
 	}
 	if diff := cmp.Diff([]string{"executing", "completed"}, statuses); diff != "" {
@@ -456,7 +457,7 @@ func TestExecutionOutcomes(t *testing.T) {
 		if !strings.Contains(msgs[len(msgs)-1].Body, "error: exchange rejected the order") {
 			t.Errorf("the evaluation agent is not told about the error: %q", msgs[len(msgs)-1].Body)
 		}
-		final := f.eventsOf(agentrunner.EventExecutionStatus)
+		final := f.eventsOf(execution.EventExecutionStatus)
 		if last := final[len(final)-1]; last.Level != agentrunner.LevelError || last.Details["status"] != "error" {
 			t.Errorf("final execution event: %+v", last)
 		}
@@ -469,7 +470,7 @@ func TestExecutionOutcomes(t *testing.T) {
 		if c.Status != agentrunner.CycleCompleted {
 			t.Fatalf("cycle %s: %s", c.Status, c.Error)
 		}
-		final := f.eventsOf(agentrunner.EventExecutionStatus)
+		final := f.eventsOf(execution.EventExecutionStatus)
 		if d := final[len(final)-1].Details["detail"].(string); !strings.Contains(d, "timed out after 10m0s") {
 			t.Errorf("final execution detail %q", d)
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentrunner/agentrunner"
 	"github.com/agentrunner/agentrunner/execsvc"
+	"github.com/agentrunner/agentrunner/step/execution"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -91,7 +92,7 @@ func TestAmbiguousHandOffIsResolvedWithTheKey(t *testing.T) {
 	if msg, err := f.store.OutboxMessage(context.Background(), key); err != nil || msg.DeliveredAt.IsZero() {
 		t.Errorf("outbox message %s: %+v, %v; want it delivered", key, msg, err)
 	}
-	notified := f.eventsOf(agentrunner.EventExecutionNotified)
+	notified := f.eventsOf(execution.EventExecutionNotified)
 	if len(notified) != 1 || notified[0].Details["replayed"] != true {
 		t.Errorf("execution.notified events %+v, want one, replayed", notified)
 	}
@@ -100,7 +101,7 @@ func TestAmbiguousHandOffIsResolvedWithTheKey(t *testing.T) {
 	if _, err := e.CheckStrategy(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(f.eventsOf(EventStrategyExpired)); n != 1 {
+	if n := len(f.eventsOf(execution.EventStrategyExpired)); n != 1 {
 		t.Errorf("%d strategy.expired events, want 1 for the strategy the service has", n)
 	}
 }
@@ -175,7 +176,7 @@ type windowlessStore struct{ agentrunner.Store }
 
 func (s windowlessStore) OutboxMessage(ctx context.Context, key string) (*agentrunner.OutboxMessage, error) {
 	m, err := s.Store.OutboxMessage(ctx, key)
-	if err != nil || m.Kind != agentrunner.OutboxStrategy {
+	if err != nil || m.Kind != execution.OutboxStrategy {
 		return m, err
 	}
 	sub, err := execsvc.ParseSubmission(m.Payload)

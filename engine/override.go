@@ -11,6 +11,7 @@ import (
 	"github.com/agentrunner/agentrunner"
 	"github.com/agentrunner/agentrunner/config"
 	"github.com/agentrunner/agentrunner/mailbox"
+	"github.com/agentrunner/agentrunner/step/execution"
 	"github.com/agentrunner/agentrunner/webhook"
 )
 
@@ -80,7 +81,7 @@ func (e *Engine) checkpoint(ctx context.Context, c *agentrunner.Cycle, att *agen
 			}
 		case agentrunner.CommandReload:
 			err = e.reload(ctx, c, cmd)
-		case agentrunner.CommandExecutionStatus:
+		case execution.CommandExecutionStatus:
 			// The execute step consumes the callbacks about its strategy.
 			// Anywhere else one is late (the step ended on a poll or its
 			// timeout) or about no strategy of ours: it must not wait

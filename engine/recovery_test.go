@@ -17,6 +17,7 @@ import (
 	"github.com/agentrunner/agentrunner/config"
 	"github.com/agentrunner/agentrunner/execsvc"
 	"github.com/agentrunner/agentrunner/runtime/mock"
+	"github.com/agentrunner/agentrunner/step/execution"
 	"github.com/agentrunner/agentrunner/webhook"
 
 	"github.com/google/go-cmp/cmp"
@@ -135,7 +136,7 @@ func TestStrategyExpiryTriggersSafeModeOnce(t *testing.T) {
 	f.runOnce(e)
 	client, _ := execsvc.NewClient(f.ws.Config.ExecutionService.URL, "", time.Second)
 	d := &Dispatcher{Store: f.store, Clock: f.clock, Log: slog.New(slog.DiscardHandler), Deliver: map[string]Deliver{
-		agentrunner.OutboxSafeMode: func(ctx context.Context, m *agentrunner.OutboxMessage, now time.Time) ([]byte, error) {
+		execution.OutboxSafeMode: func(ctx context.Context, m *agentrunner.OutboxMessage, now time.Time) ([]byte, error) {
 			req, err := execsvc.ParseSafeModeRequest(m.Payload)
 			if err != nil {
 				return nil, err
@@ -176,8 +177,8 @@ func TestStrategyExpiryTriggersSafeModeOnce(t *testing.T) {
 			posts++
 		}
 	}
-	if posts != 1 || len(f.eventsOf(EventStrategyExpired)) != 1 {
-		t.Errorf("%d safe-mode orders and %d expiry events, want 1 each", posts, len(f.eventsOf(EventStrategyExpired)))
+	if posts != 1 || len(f.eventsOf(execution.EventStrategyExpired)) != 1 {
+		t.Errorf("%d safe-mode orders and %d expiry events, want 1 each", posts, len(f.eventsOf(execution.EventStrategyExpired)))
 	}
 }
 
@@ -194,45 +195,8 @@ func TestNewerStrategyPreventsSafeMode(t *testing.T) {
 	if _, err := e.CheckStrategy(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(f.eventsOf(EventStrategyExpired)); n != 0 {
+	if n := len(f.eventsOf(execution.EventStrategyExpired)); n != 0 {
 		t.Errorf("%d expiry events though a newer strategy is valid", n)
-	}
-}
-
-// countingBeats forwards heartbeats and stops the runner after n.
-type countingBeats struct {
-	HeartbeatSender
-	n      int
-	cancel func()
-}
-
-func (c *countingBeats) Heartbeat(ctx context.Context, runner string, interval time.Duration) (bool, error) {
-	on, err := c.HeartbeatSender.Heartbeat(ctx, runner, interval)
-	if c.n--; c.n == 0 {
-		c.cancel()
-	}
-	return on, err
-}
-
-// TestDeadMansSwitch: the runner's heartbeats keep the Execution Service
-// out of safe mode; when they stop for longer than its timeout, the
-// service enters safe mode by itself (FR-055/056), tested from both sides.
-func TestDeadMansSwitch(t *testing.T) {
-	f := newFixture(t, execsvc.MockOptions{HeartbeatTimeout: 2 * time.Minute}, nil)
-	client, _ := execsvc.NewClient(f.ws.Config.ExecutionService.URL, "", time.Second)
-	ctx, cancel := context.WithCancel(context.Background())
-	beats := &countingBeats{HeartbeatSender: client, n: 10, cancel: cancel}
-	Heartbeats(ctx, beats, "crypton", 30*time.Second, f.clock, slog.New(slog.DiscardHandler))
-	if got := len(f.es.Heartbeats()); got != 10 {
-		t.Fatalf("the service received %d heartbeats, want 10", got)
-	}
-	if f.es.SafeMode().SafeMode {
-		t.Fatal("safe mode while heartbeats arrive every 30s")
-	}
-	// The runner dies: no more heartbeats.
-	f.clock.Advance(2*time.Minute + time.Second)
-	if st := f.es.SafeMode(); !st.SafeMode || st.Reason != execsvc.ReasonHeartbeatLost {
-		t.Errorf("after 2m without a heartbeat: %+v, want safe mode (heartbeat_lost)", st)
 	}
 }
 
@@ -288,7 +252,7 @@ func TestCallbackEndsTheExecutionAtOnce(t *testing.T) {
 	e := f.engine()
 	f.onRun = func(inv *agentrunner.Invocation) {
 		if inv.Step == "synthesize" {
-			f.command(e, agentrunner.CommandExecutionStatus, "execution-service", map[string]any{"strategy_id": "strat-000001", "status": "completed"})
+			f.command(e, execution.CommandExecutionStatus, "execution-service", map[string]any{"strategy_id": "strat-000001", "status": "completed"})
 		}
 	}
 	c := f.runOnce(e)
@@ -300,7 +264,7 @@ func TestCallbackEndsTheExecutionAtOnce(t *testing.T) {
 			t.Errorf("polled %s although the callback said completed", r.Path)
 		}
 	}
-	final := f.eventsOf(agentrunner.EventExecutionStatus)
+	final := f.eventsOf(execution.EventExecutionStatus)
 	if last := final[len(final)-1]; last.Details["status"] != "completed" {
 		t.Errorf("final execution status %+v", last.Details)
 	}
@@ -318,7 +282,7 @@ func TestLateCallbackIsConsumed(t *testing.T) {
 	if c := f.runOnce(e); c.Status != agentrunner.CycleCompleted {
 		t.Fatalf("cycle %s: %s", c.Status, c.Error)
 	}
-	f.command(e, agentrunner.CommandExecutionStatus, "execution-service", map[string]any{"strategy_id": "strat-000001", "status": "completed"})
+	f.command(e, execution.CommandExecutionStatus, "execution-service", map[string]any{"strategy_id": "strat-000001", "status": "completed"})
 	f.clock.Advance(24 * time.Hour)
 	if c := f.runOnce(e); c.Status != agentrunner.CycleCompleted {
 		t.Fatalf("second cycle %s: %s", c.Status, c.Error)

@@ -11,6 +11,7 @@ import (
 	"github.com/agentrunner/agentrunner"
 	"github.com/agentrunner/agentrunner/config"
 	"github.com/agentrunner/agentrunner/step/agent"
+	"github.com/agentrunner/agentrunner/step/execution"
 )
 
 // outcome is what running a step produced, to be committed with the
@@ -78,6 +79,26 @@ func (e *Engine) runAgent(ctx context.Context, c *agentrunner.Cycle, step *confi
 	return &outcome{outputPath: res.Path, exitCode: res.ExitCode, usage: res.Usage, events: res.Events}, err
 }
 
+// runExecution runs an attempt of an execution step through the
+// execution step kind. Its outcome is the events of the hand-off.
+func (e *Engine) runExecution(ctx context.Context, c *agentrunner.Cycle, step *config.Step, att *agentrunner.Attempt) (*outcome, error) {
+	kind, err := execution.New(execution.Options{
+		Workspace: e.ws, Store: e.store, Service: e.exec, Clock: e.clock, Logger: e.log,
+		Commit: e.commit, Sleep: e.sleep, Busy: e.busy, Deliver: e.deliverNote,
+	})
+	if err != nil {
+		return nil, agentrunner.Fail(agentrunner.ClassInternal, "%w", err)
+	}
+	res, err := kind.Run(ctx, &agentrunner.StepAttempt{
+		Run: c, Step: &agentrunner.Step{ID: step.ID, Kind: agentrunner.KindExecution, Config: step}, Attempt: att,
+		Dir: att.Dir, RunDir: c.Dir, Timeout: e.stepTimeout(c, step), Late: e.overdue(c),
+	})
+	if res == nil {
+		return nil, err
+	}
+	return &outcome{events: res.Events}, err
+}
+
 // agentKind is the agent step kind for the current workspace and
 // mailboxes, which a reload replaces.
 func (e *Engine) agentKind() (*agent.Kind, error) {
@@ -88,15 +109,22 @@ func (e *Engine) agentKind() (*agent.Kind, error) {
 }
 
 // deliver deposits the messages of a step whose artifact is not its own
-// output (an execution step, a fallback), adding their events to out.
+// output (a fallback), adding their events to out.
 func (e *Engine) deliver(c *agentrunner.Cycle, step *config.Step, data []byte, note string, out *outcome) error {
-	kind, err := e.agentKind()
-	if err != nil {
-		return err
-	}
-	evs, err := kind.Deliver(c, step, data, note)
+	evs, err := e.deliverNote(c, step, data, note)
 	out.events = append(out.events, evs...)
 	return err
+}
+
+// deliverNote deposits the messages of a step through the agent step
+// kind, which knows the mailboxes; an execution step's carry its outcome
+// as note.
+func (e *Engine) deliverNote(c *agentrunner.Cycle, step *config.Step, data []byte, note string) ([]*agentrunner.Event, error) {
+	kind, err := e.agentKind()
+	if err != nil {
+		return nil, err
+	}
+	return kind.Deliver(c, step, data, note)
 }
 
 // inputPaths lists the input artifacts of a step, for failure reports.
@@ -115,21 +143,6 @@ func (e *Engine) inputPaths(c *agentrunner.Cycle, step string) []string {
 		}
 	}
 	return paths
-}
-
-// stepStart is when the first attempt of this step began; the
-// execution step's deadline counts from it, across restarts.
-func (e *Engine) stepStart(ctx context.Context, c *agentrunner.Cycle, step string) (time.Time, error) {
-	atts, err := e.store.Attempts(ctx, c.ID)
-	if err != nil {
-		return time.Time{}, err
-	}
-	for _, a := range atts {
-		if a.Step == step && !a.StartedAt.IsZero() {
-			return a.StartedAt, nil
-		}
-	}
-	return e.clock.Now(), nil
 }
 
 // stepTimeout is the time limit of an attempt: the step's, cut to what is

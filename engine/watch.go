@@ -2,10 +2,7 @@ package engine
 
 import (
 	"context"
-	"log/slog"
 	"time"
-
-	"github.com/agentrunner/agentrunner"
 )
 
 // storeTimeout is how long a store operation may take before the engine
@@ -47,36 +44,11 @@ func Watchdog(ctx context.Context, e *Engine, grace, interval time.Duration, onS
 	}
 }
 
-// HeartbeatSender is the Execution Service as the dead man's switch sees it.
-type HeartbeatSender interface {
-	Heartbeat(ctx context.Context, runner string, interval time.Duration) (safeMode bool, err error)
-}
-
-// Heartbeats tells the Execution Service the runner is alive every
-// interval until ctx ends (FR-055/056): if the beats stop, the service
-// enters safe mode by itself. A failed beat is logged and the next one
-// goes out on time; the service's safe mode is logged when it changes.
-func Heartbeats(ctx context.Context, s HeartbeatSender, runner string, interval time.Duration, clock agentrunner.Clock, log *slog.Logger) {
-	safe := false
-	for {
-		on, err := s.Heartbeat(ctx, runner, interval)
-		switch {
-		case ctx.Err() != nil:
-			return
-		case err != nil:
-			log.Warn("heartbeat to the Execution Service failed", "error", err)
-		case on != safe:
-			safe = on
-			if on {
-				log.Error("the Execution Service is in safe mode", "runner", runner)
-			} else {
-				log.Info("the Execution Service left safe mode", "runner", runner)
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-clock.After(interval):
-		}
-	}
+// CheckStrategy runs the strategy watcher (execution.Watcher.CheckStrategy)
+// with the engine's current configuration. It runs beside the loop, which
+// may reload, so it holds the configuration for the whole check.
+func (e *Engine) CheckStrategy(ctx context.Context) (time.Time, error) {
+	e.cfgMu.RLock()
+	defer e.cfgMu.RUnlock()
+	return e.watcher.CheckStrategy(ctx, e.cfg)
 }

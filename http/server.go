@@ -22,6 +22,7 @@ import (
 	"github.com/agentrunner/agentrunner/config"
 	"github.com/agentrunner/agentrunner/execsvc"
 	"github.com/agentrunner/agentrunner/mailbox"
+	"github.com/agentrunner/agentrunner/step/execution"
 	"github.com/agentrunner/agentrunner/tool"
 	"github.com/agentrunner/agentrunner/webhook"
 )
@@ -270,7 +271,7 @@ func (s *Server) WithCallback(secret []byte, wake func()) *Server {
 			s.writeError(w, r, agentrunner.Errorf(agentrunner.EINVALID, "strategy_id is required and status must be acknowledged, executing, completed or error"))
 			return
 		}
-		cmd := &agentrunner.Command{Kind: agentrunner.CommandExecutionStatus, Operator: "execution-service", CreatedAt: s.clock.Now(),
+		cmd := &agentrunner.Command{Kind: execution.CommandExecutionStatus, Operator: "execution-service", CreatedAt: s.clock.Now(),
 			Args: map[string]any{"strategy_id": cb.StrategyID, "status": cb.Status, "error": cb.Error}}
 		if err := s.store.AddCommand(r.Context(), cmd); err != nil {
 			s.writeError(w, r, err)

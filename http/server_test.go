@@ -20,6 +20,7 @@ import (
 	arhttp "github.com/agentrunner/agentrunner/http"
 	"github.com/agentrunner/agentrunner/internal/clocktest"
 	"github.com/agentrunner/agentrunner/sqlite"
+	"github.com/agentrunner/agentrunner/step/execution"
 	"github.com/agentrunner/agentrunner/webhook"
 	"github.com/google/go-cmp/cmp"
 )
@@ -465,7 +466,7 @@ func TestExecutionCallback(t *testing.T) {
 				}
 				return
 			}
-			want := []*agentrunner.Command{{ID: 1, Kind: agentrunner.CommandExecutionStatus, Operator: "execution-service", CreatedAt: now,
+			want := []*agentrunner.Command{{ID: 1, Kind: execution.CommandExecutionStatus, Operator: "execution-service", CreatedAt: now,
 				Args: map[string]any{"strategy_id": "20260314_060000", "status": "error", "error": "exchange rejected the order"}}}
 			if diff := cmp.Diff(want, pending); diff != "" {
 				t.Errorf("stored commands (-want +got):\n%s", diff)

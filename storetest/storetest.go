@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/step/execution"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -212,7 +213,7 @@ func testEvents(t *testing.T, s agentrunner.Store) {
 
 func testOutbox(t *testing.T, s agentrunner.Store) {
 	ctx := context.Background()
-	m := &agentrunner.OutboxMessage{Key: "c/execute/abc", Kind: agentrunner.OutboxStrategy, CycleID: "c", Payload: []byte(`{"a":1}`), CreatedAt: t0}
+	m := &agentrunner.OutboxMessage{Key: "c/execute/abc", Kind: execution.OutboxStrategy, CycleID: "c", Payload: []byte(`{"a":1}`), CreatedAt: t0}
 	mustApply(t, s, &agentrunner.Change{Outbox: []*agentrunner.OutboxMessage{m}})
 	dup := *m
 	dup.Payload = []byte(`{"a":2}`)
@@ -365,7 +366,7 @@ func testOutboxFilter(t *testing.T, s agentrunner.Store) {
 	msgs := []*agentrunner.OutboxMessage{
 		{Key: "w1", Kind: agentrunner.OutboxWebhook, Payload: []byte(`{}`), CreatedAt: t0},
 		{Key: "w2", Kind: agentrunner.OutboxWebhook, Payload: []byte(`{}`), CreatedAt: t0.Add(time.Second)},
-		{Key: "s1", Kind: agentrunner.OutboxSafeMode, Payload: []byte(`{}`), CreatedAt: t0.Add(2 * time.Second)},
+		{Key: "s1", Kind: execution.OutboxSafeMode, Payload: []byte(`{}`), CreatedAt: t0.Add(2 * time.Second)},
 	}
 	mustApply(t, s, &agentrunner.Change{Outbox: msgs})
 	keys := func(ms []*agentrunner.OutboxMessage) []string {

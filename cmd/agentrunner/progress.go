@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentrunner/agentrunner"
 	"github.com/agentrunner/agentrunner/engine"
+	"github.com/agentrunner/agentrunner/step/execution"
 )
 
 // progress prints one line per step outcome as it happens.
@@ -33,7 +34,7 @@ func (p *progress) onEvent(ev *agentrunner.Event) {
 		fmt.Fprintf(p.w, "  %-12s attempt %d %s  failed (%s): %s\n", ev.Step, d["attempt"], dur(), d["error_class"], d["error"])
 	case agentrunner.EventRetryScheduled:
 		fmt.Fprintf(p.w, "  %-12s attempt %d scheduled after %s\n", ev.Step, d["attempt"], d["wait"])
-	case agentrunner.EventExecutionStatus:
+	case execution.EventExecutionStatus:
 		if d["final"] == true {
 			fmt.Fprintf(p.w, "  %-12s strategy %s: %s\n", ev.Step, d["strategy_id"], d["status"])
 		}

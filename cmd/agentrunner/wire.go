@@ -27,6 +27,7 @@ import (
 	"github.com/agentrunner/agentrunner/runtime/model"
 	"github.com/agentrunner/agentrunner/runtime/process"
 	"github.com/agentrunner/agentrunner/sqlite"
+	"github.com/agentrunner/agentrunner/step/execution"
 	"github.com/agentrunner/agentrunner/tool"
 	"github.com/agentrunner/agentrunner/toolbox"
 	"github.com/agentrunner/agentrunner/webhook"
@@ -423,7 +424,7 @@ func deliverers(cfg *config.Config, es *execsvc.Client, lookupEnv func(string) (
 		}
 	}
 	if es != nil {
-		deliver[agentrunner.OutboxSafeMode] = func(ctx context.Context, m *agentrunner.OutboxMessage, now time.Time) ([]byte, error) {
+		deliver[execution.OutboxSafeMode] = func(ctx context.Context, m *agentrunner.OutboxMessage, now time.Time) ([]byte, error) {
 			req, err := execsvc.ParseSafeModeRequest(m.Payload)
 			if err != nil {
 				return nil, fmt.Errorf("stored safe-mode order %s: %w", m.Key, err)
@@ -460,7 +461,8 @@ func (r *runner) background(ctx context.Context) {
 		}
 	}()
 	if r.es != nil && cfg.ExecutionService.HeartbeatInterval > 0 {
-		go engine.Heartbeats(ctx, r.es, cfg.Name, cfg.ExecutionService.HeartbeatInterval.D(), agentrunner.SystemClock{}, r.log)
+		watcher := execution.NewWatcher(execution.WatcherOptions{Logger: r.log})
+		go watcher.Heartbeats(ctx, r.es, cfg.Name, cfg.ExecutionService.HeartbeatInterval.D())
 	}
 	if keep := cfg.Events.Retention.D(); keep > 0 {
 		go r.pruneEvents(ctx, keep)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentrunner/agentrunner"
 	"github.com/agentrunner/agentrunner/sqlite"
+	"github.com/agentrunner/agentrunner/step/execution"
 )
 
 // Start is when the first cycle of a history starts; cycles start an hour
@@ -193,7 +194,7 @@ func addCommands(ctx context.Context, path string, n int) (err error) {
 	for i := range n {
 		at := CycleStart(i).Add(40 * time.Minute)
 		args := fmt.Sprintf(`{"status":"completed","strategy_id":%q}`, CycleID(i))
-		if _, err := stmt.ExecContext(ctx, agentrunner.CommandExecutionStatus, args, "execution-service",
+		if _, err := stmt.ExecContext(ctx, execution.CommandExecutionStatus, args, "execution-service",
 			at.Format(layout), at.Add(time.Second).Format(layout), "execution completed"); err != nil {
 			return err
 		}
@@ -235,7 +236,7 @@ func cycleChanges(i int) []*agentrunner.Change {
 			evs = append(evs, toolCalls(id, st.Step, st.Agent, at, i)...)
 		}
 		if st.Step == "execute" {
-			evs = append(evs, ev(at.Add(time.Minute), agentrunner.EventExecutionNotified, st.Step, "", agentrunner.LevelInfo, map[string]any{"strategy_id": id}))
+			evs = append(evs, ev(at.Add(time.Minute), execution.EventExecutionNotified, st.Step, "", agentrunner.LevelInfo, map[string]any{"strategy_id": id}))
 		}
 		next := *c
 		next.LastCompletedStep = st.Step
