@@ -139,7 +139,7 @@ func TestGraphShapes(t *testing.T) {
 	noRetry := agentrunner.RetryPolicy{Max: 0, Backoff: def.Backoff}
 	five := agentrunner.RetryPolicy{Max: 5, Backoff: def.Backoff}
 	want := map[string]*agentrunner.Pipeline{
-		"review": {Name: "review", Start: "draft", RunID: agentrunner.RunIDDateSeq, MaxConcurrentRuns: 50,
+		"review": {Name: "review", Start: "draft", RunID: agentrunner.RunIDDateSeq, MaxConcurrentRuns: 50, Every: time.Hour,
 			InputSchemaPath: c.Abs("inputs.schema.json"), Where: at("22"),
 			Steps: map[string]*agentrunner.Step{
 				"draft": {ID: "draft", Kind: "agent", Next: "review", Retry: def, Timeout: 10 * time.Minute, Where: at("29")},
