@@ -92,6 +92,7 @@ type Scheduler struct {
 	queued   map[string][]*runState // by pipeline, oldest first
 	active   map[string]int         // unfinished runs started, by pipeline
 	ready    []*task                // attempts waiting for a free slot
+	starting []*task                // attempts the last commit recorded running
 	delayed  []*task                // attempts waiting for their backoff
 	slots    int
 	ids      *idAllocator
@@ -269,6 +270,7 @@ func (s *Scheduler) nextTimer() (<-chan time.Time, func()) {
 // commit writes the batch's changes in one transaction, then reports its
 // events and starts what it opened.
 func (s *Scheduler) commit(ctx context.Context) error {
+	s.assign()
 	b := s.batch
 	if len(b.changes) == 0 {
 		return nil
@@ -287,7 +289,7 @@ func (s *Scheduler) commit(ctx context.Context) error {
 		}
 	}
 	s.results_.publish(b.consumed)
-	s.ready = append(s.ready, b.start...)
+	s.starting = append(s.starting, b.run...)
 	s.delayed = append(s.delayed, b.delay...)
 	return nil
 }
