@@ -196,7 +196,14 @@ func (s *Scheduler) capped(ch *agentrunner.Change, rs *runState, st *agentrunner
 func (s *Scheduler) startStepRun(ch *agentrunner.Change, rs *runState, ss *stepState) {
 	ss.sr.Status = agentrunner.StepRunOpen
 	s.putStepRun(ch, ss)
-	s.newAttempt(ch, rs, ss, time.Time{}, 0)
+	s.firstAttempt(ch, rs, ss)
+}
+
+// firstAttempt adds a step run's first attempt. Attempt numbers count
+// across a step's visits, so its retries are counted from the attempts
+// of the step before it: each visit has its own retries.
+func (s *Scheduler) firstAttempt(ch *agentrunner.Change, rs *runState, ss *stepState) {
+	s.newAttempt(ch, rs, ss, time.Time{}, rs.attempts[ss.sr.Step])
 }
 
 // newAttempt adds the step run's next attempt: running now when a slot

@@ -75,3 +75,29 @@ func attemptStatuses(t *testing.T, h *harness, run string) []string {
 	}
 	return out
 }
+
+// TestEachVisitOfALoopedStepHasItsOwnRetries: review fails the first
+// attempt of each of its visits and has one retry. Attempt numbers count
+// across visits, yet the second visit's retry is its first, so the run
+// completes.
+func TestEachVisitOfALoopedStepHasItsOwnRetries(t *testing.T) {
+	k := &scriptKind{outputs: map[string][]string{"review": {"Verdict: REVISE", "Verdict: APPROVE"}}}
+	failed := map[int]bool{}
+	k.fail = func(a *agentrunner.StepAttempt) error {
+		if a.Step.ID != "review" || failed[a.StepRun.Visit] {
+			return nil
+		}
+		failed[a.StepRun.Visit] = true
+		return agentrunner.Fail(agentrunner.ClassCrash, "review crashed on visit %d", a.StepRun.Visit)
+	}
+	p := reviewLoop()
+	p.Steps["review"].Retry = agentrunner.RetryPolicy{Max: 1}
+	h := newHarness(t, k, p)
+	h.run()
+	id := h.startRun("review", nil)
+	r, srs := h.waitDone(id)
+	want := "write#1:succeeded review#1:succeeded[REVISE] fix#1:succeeded review#2:succeeded[APPROVE]"
+	if r.Status != agentrunner.RunCompleted || describe(sortByOpened(srs)) != want {
+		t.Fatalf("run %s (%s): %s\nwant %s", r.Status, r.Error, describe(sortByOpened(srs)), want)
+	}
+}
