@@ -110,7 +110,8 @@ pipelines:
 // crashAgent is every agent of the crash test: it logs its start to
 // calls.log (outside the artifacts), works a little, so that kills land
 // mid-attempt, writes its artifact and logs its end. The reviewer
-// approves once the draft has the run's revisions_needed revisions.
+// approves once the draft has the run's revisions_needed revisions. Some
+// attempts fail instead, so retries after a backoff are killed too.
 const crashAgent = `#!/bin/sh
 # $1 the run's directory, $2 the output, $3 the run, $4 the step, $5 the attempt.
 set -eu
@@ -118,6 +119,13 @@ log="$(dirname "$0")/../calls.log"
 echo "$3 $4 $5 START" >> "$log"
 ms=$(( $(printf '%s' "$3 $4 $5" | cksum | cut -d' ' -f1) % 150 + 50 ))
 sleep "$(printf '0.%03d' "$ms")"
+# One step in five fails its first attempt of the run, to be retried after
+# a backoff (its marker stays in the run's directory).
+if [ $(( ms % 5 )) -eq 0 ] && [ ! -e "$1/.failed-$4" ]; then
+	touch "$1/.failed-$4"
+	echo "$3 $4 $5 FAIL" >> "$log"
+	exit 1
+fi
 case "$(basename "$0" .sh)" in
 reviewer)
 	need=$(sed -n 's/^- revisions_needed: //p' "$AGENTRUNNER_PROMPT_FILE" | head -n 1)
@@ -514,6 +522,7 @@ func readCalls(t *testing.T, path string) (starts, ends map[agentCall]int) {
 			starts[c]++
 		case "END":
 			ends[c]++
+		case "FAIL":
 		default:
 			t.Fatalf("calls.log: bad line %q", sc.Text())
 		}
@@ -550,7 +559,7 @@ func checkCrashStore(t *testing.T, cfgPath string, d *crashDriver, hook *hookRec
 	starts, ends := readCalls(t, filepath.Join(filepath.Dir(cfgPath), "calls.log"))
 	stored := map[agentCall]bool{}
 	outcomes := map[string]int{}
-	interrupted, mostInterrupted := 0, 0
+	interrupted, mostInterrupted, crashed := 0, 0, 0
 	for _, r := range runs {
 		srs, err := store.StepRuns(ctx, agentrunner.StepRunFilter{RunID: r.ID})
 		if err != nil {
@@ -564,6 +573,9 @@ func checkCrashStore(t *testing.T, cfgPath string, d *crashDriver, hook *hookRec
 		byStepRun := map[string]int{}
 		for _, a := range atts {
 			stored[agentCall{r.ID, a.Step, a.Number}] = true
+			if a.ErrorClass == agentrunner.ClassCrash {
+				crashed++
+			}
 			if a.ErrorClass == agentrunner.ClassInterrupted {
 				interrupted++
 				byStepRun[agentrunner.StepRunKey(a.Step, a.Visit)]++
@@ -591,8 +603,8 @@ func checkCrashStore(t *testing.T, cfgPath string, d *crashDriver, hook *hookRec
 			t.Errorf("the webhook got key %q (%d times), which is no gate step run's", k, n)
 		}
 	}
-	t.Logf("runs: %v; %d agent invocations, %d attempts interrupted (at most %d of one step run); %d gate openings, %d webhook deliveries",
-		outcomes, len(starts), interrupted, mostInterrupted, len(gates), deliveries)
+	t.Logf("runs: %v; %d agent invocations, %d attempts interrupted (at most %d of one step run), %d failed and retried; %d gate openings, %d webhook deliveries",
+		outcomes, len(starts), interrupted, mostInterrupted, crashed, len(gates), deliveries)
 }
 
 // checkRunOutcome wants the run completed, or failed when the test
