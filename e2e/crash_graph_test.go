@@ -309,8 +309,8 @@ type crashDriver struct {
 	t   *testing.T
 	rng *rand.Rand
 	srv *crashServer
-	// started counts the starts the API accepted; rejected are the runs
-	// whose gate the driver rejects (chosen once per run).
+	// started counts the starts the API accepted; decision is what the
+	// driver decides at each run's gate, chosen once per run.
 	started  int
 	decision map[string]agentrunner.DecisionAction
 }
@@ -331,12 +331,11 @@ func (d *crashDriver) startRuns(ctx context.Context, n int) {
 // decideGates decides each waiting gate with probability p: a third of
 // the runs are rejected, the others approved. A gate decided already (its
 // command not yet applied) answers 409, which is fine.
-func (d *crashDriver) decideGates(ctx context.Context, p float64) int {
+func (d *crashDriver) decideGates(ctx context.Context, p float64) {
 	gates, err := d.srv.api.Gates(ctx)
 	if err != nil {
 		d.t.Fatalf("list the gates: %v", err)
 	}
-	decided := 0
 	for _, g := range gates.Gates {
 		if d.rng.Float64() >= p {
 			continue
@@ -354,9 +353,7 @@ func (d *crashDriver) decideGates(ctx context.Context, p float64) int {
 		if err != nil && !(errors.As(err, &ae) && ae.Code == agentrunner.ECONFLICT) {
 			d.t.Fatalf("decide gate %s of run %s: %v", g.Step, g.Run, err)
 		}
-		decided++
 	}
-	return decided
 }
 
 // sleepUntil lets serve work until t: the kill must land at a random
