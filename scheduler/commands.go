@@ -198,28 +198,53 @@ func (s *Scheduler) timers() {
 	}
 }
 
-// dispatch starts ready attempts while slots are free.
-func (s *Scheduler) dispatch(ctx context.Context) {
-	for s.slots > 0 && len(s.ready) > 0 {
-		t := s.ready[0]
-		s.ready = s.ready[1:]
-		if s.runs[t.rs.run.ID] != t.rs || t.ss.sr.Status != agentrunner.StepRunOpen || t.ss.att.Number != t.att.Number {
+// assign gives the free slots to the attempts that wait for one, oldest
+// first, and records them running in the batch: they start once it is
+// committed, so an attempt recorded running is one that runs.
+func (s *Scheduler) assign() {
+	b := s.batch
+	queue := append(s.ready, b.start...)
+	s.ready, b.start = nil, nil
+	var ch *agentrunner.Change
+	for len(queue) > 0 && s.slots > 0 {
+		t := queue[0]
+		queue = queue[1:]
+		if s.stale(t) {
 			continue // the run ended while the attempt waited for a slot
 		}
-		if t.att.Status == agentrunner.AttemptPending {
-			// Its backoff is over. The start is committed with the
-			// attempt's end: one commit per transition. A crash before
-			// then finds it pending and starts it again, as it should.
-			started := *t.att
-			started.Status, started.StartedAt = agentrunner.AttemptRunning, s.clock.Now()
-			t.att, t.ss.att = &started, &started
+		started := *t.att
+		started.Status, started.StartedAt = agentrunner.AttemptRunning, s.clock.Now()
+		t.att, t.ss.att = &started, &started
+		if ch == nil {
+			ch = b.change()
 		}
+		ch.Attempts = append(ch.Attempts, &started)
+		s.startedEvent(ch, t)
+		b.transitions++
 		s.slots--
+		b.run = append(b.run, t)
+	}
+	if len(queue) > 0 {
+		s.ready = queue
+	}
+}
+
+// stale reports whether a task's attempt is no longer its step run's
+// current one: the run ended, or the step run did.
+func (s *Scheduler) stale(t *task) bool {
+	return s.runs[t.rs.run.ID] != t.rs || t.ss.sr.Status != agentrunner.StepRunOpen || t.ss.att.Number != t.att.Number
+}
+
+// dispatch starts the attempts the last commit recorded running.
+func (s *Scheduler) dispatch(ctx context.Context) {
+	for _, t := range s.starting {
+		if s.stale(t) || t.ss.att.Status != agentrunner.AttemptRunning {
+			s.slots++ // ended in the batch that started it
+			continue
+		}
 		s.startWorker(ctx, t)
 	}
-	if len(s.ready) == 0 {
-		s.ready = nil // let the backing array go
-	}
+	s.starting = nil
 }
 
 // startWorker runs one attempt in its own goroutine, under the step's

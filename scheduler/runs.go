@@ -145,7 +145,7 @@ func (s *Scheduler) resumeStepRun(ch *agentrunner.Change, rs *runState, ss *step
 		}
 	case ss.sr.Status != agentrunner.StepRunOpen:
 	case ss.att == nil:
-		s.newAttempt(ch, rs, ss, time.Time{}, 0)
+		s.firstAttempt(ch, rs, ss)
 	case ss.att.Status == agentrunner.AttemptRunning:
 		s.failAttempt(ch, rs, ss, agentrunner.Fail(agentrunner.ClassInterrupted, "the runner stopped during this attempt"), nil)
 	case ss.att.Status == agentrunner.AttemptPending:

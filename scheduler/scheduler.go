@@ -89,13 +89,14 @@ type Scheduler struct {
 	running  atomic.Bool
 	results_ commandResults
 	// The fields below belong to the goroutine of Run.
-	runs    map[string]*runState
-	queued  map[string][]*runState // by pipeline, oldest first
-	active  map[string]int         // unfinished runs started, by pipeline
-	ready   []*task                // attempts waiting for a free slot
-	delayed []*task                // attempts waiting for their backoff
-	slots   int
-	ids     *idAllocator
+	runs     map[string]*runState
+	queued   map[string][]*runState // by pipeline, oldest first
+	active   map[string]int         // unfinished runs started, by pipeline
+	ready    []*task                // attempts waiting for a free slot
+	starting []*task                // attempts the last commit recorded running
+	delayed  []*task                // attempts waiting for their backoff
+	slots    int
+	ids      *idAllocator
 	// due is when each scheduled pipeline's next run starts.
 	due      map[string]time.Time
 	batch    *batch
@@ -278,6 +279,7 @@ func (s *Scheduler) nextTimer() (<-chan time.Time, func()) {
 // commit writes the batch's changes in one transaction, then reports its
 // events and starts what it opened.
 func (s *Scheduler) commit(ctx context.Context) error {
+	s.assign()
 	b := s.batch
 	if len(b.changes) == 0 {
 		return nil
@@ -296,7 +298,7 @@ func (s *Scheduler) commit(ctx context.Context) error {
 		}
 	}
 	s.results_.publish(b.consumed)
-	s.ready = append(s.ready, b.start...)
+	s.starting = append(s.starting, b.run...)
 	s.delayed = append(s.delayed, b.delay...)
 	return nil
 }

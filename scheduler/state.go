@@ -68,9 +68,12 @@ type result struct {
 type batch struct {
 	changes     []*agentrunner.Change
 	transitions int
-	start       []*task
-	delay       []*task
-	consumed    []*agentrunner.Command
+	// start wait for a slot; run got one and start after the commit;
+	// delay wait for their backoff.
+	start    []*task
+	run      []*task
+	delay    []*task
+	consumed []*agentrunner.Command
 }
 
 func newBatch() *batch { return &batch{} }

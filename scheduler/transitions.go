@@ -196,11 +196,20 @@ func (s *Scheduler) capped(ch *agentrunner.Change, rs *runState, st *agentrunner
 func (s *Scheduler) startStepRun(ch *agentrunner.Change, rs *runState, ss *stepState) {
 	ss.sr.Status = agentrunner.StepRunOpen
 	s.putStepRun(ch, ss)
-	s.newAttempt(ch, rs, ss, time.Time{}, 0)
+	s.firstAttempt(ch, rs, ss)
 }
 
-// newAttempt adds the step run's next attempt: running now, or pending
-// until notBefore.
+// firstAttempt adds a step run's first attempt. Attempt numbers count
+// across a step's visits, so its retries are counted from the attempts
+// of the step before it: each visit has its own retries.
+func (s *Scheduler) firstAttempt(ch *agentrunner.Change, rs *runState, ss *stepState) {
+	s.newAttempt(ch, rs, ss, time.Time{}, rs.attempts[ss.sr.Step])
+}
+
+// newAttempt adds the step run's next attempt: running now when a slot
+// is free and no attempt waits for one, else pending until notBefore or
+// until assign gives it a slot. Only an attempt that runs is recorded
+// running, so a restart counts as interrupted only attempts that ran.
 func (s *Scheduler) newAttempt(ch *agentrunner.Change, rs *runState, ss *stepState, notBefore time.Time, retryBase int) {
 	st := rs.pipeline.Steps[ss.sr.Step]
 	rs.attempts[st.ID]++
@@ -213,15 +222,25 @@ func (s *Scheduler) newAttempt(ch *agentrunner.Change, rs *runState, ss *stepSta
 	}
 	t := &task{rs: rs, ss: ss, att: att}
 	ss.att = att
-	if notBefore.After(now) {
+	switch {
+	case notBefore.After(now):
 		att.Status, att.StartedAt, att.NotBefore = agentrunner.AttemptPending, time.Time{}, notBefore
 		s.batch.delay = append(s.batch.delay, t)
-	} else {
+	case s.slots > 0 && len(s.ready) == 0 && len(s.batch.start) == 0:
+		s.slots--
+		s.batch.run = append(s.batch.run, t)
+		s.startedEvent(ch, t)
+	default:
+		att.Status, att.StartedAt = agentrunner.AttemptPending, time.Time{}
 		s.batch.start = append(s.batch.start, t)
-		s.event(ch, rs, st.ID, agentrunner.EventAttemptStarted, agentrunner.LevelInfo, map[string]any{"attempt": n, "visit": ss.sr.Visit, "from": ss.sr.From})
 	}
 	ch.Attempts = append(ch.Attempts, att)
 	s.batch.transitions++
+}
+
+// startedEvent records that the task's attempt starts.
+func (s *Scheduler) startedEvent(ch *agentrunner.Change, t *task) {
+	s.event(ch, t.rs, t.att.Step, agentrunner.EventAttemptStarted, agentrunner.LevelInfo, map[string]any{"attempt": t.att.Number, "visit": t.ss.sr.Visit, "from": t.ss.sr.From})
 }
 
 // agentOf names the agent of an agent step, for events and attempts.
