@@ -507,6 +507,10 @@ type Scheduler struct {
 	// every run and pipeline of the process; further attempts wait their
 	// turn in the order they became runnable.
 	MaxConcurrentAttempts int `yaml:"max_concurrent_attempts"`
+	// MaxInterruptions is how often one step run may be cut short by the
+	// runner stopping before it fails for good: an interruption costs no
+	// retry, but a step that kills the runner each time must not loop.
+	MaxInterruptions int `yaml:"max_interruptions"`
 }
 
 // Budgets bound what a cycle may spend.

@@ -374,3 +374,28 @@ func TestServerConnectionSettings(t *testing.T) {
 		t.Errorf("problems (-want +got):\n%s", diff)
 	}
 }
+
+func TestSchedulerSettings(t *testing.T) {
+	c, err := parse(t, valid, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(Scheduler{MaxConcurrentAttempts: 16, MaxInterruptions: 10}, c.Scheduler); diff != "" {
+		t.Errorf("defaults (-want +got):\n%s", diff)
+	}
+	c, err = parse(t, valid+"scheduler: {max_concurrent_attempts: 4}\n", map[string]string{"AGENTRUNNER_SCHEDULER_MAX_INTERRUPTIONS": "30"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(Scheduler{MaxConcurrentAttempts: 4, MaxInterruptions: 30}, c.Scheduler); diff != "" {
+		t.Errorf("set (-want +got):\n%s", diff)
+	}
+	got := problems(t, valid+"scheduler:\n  max_concurrent_attempts: 0\n  max_interruptions: -1\n", nil)
+	want := []string{
+		`agentrunner.yaml:36:3: scheduler.max_concurrent_attempts: must be positive, got 0`,
+		`agentrunner.yaml:37:3: scheduler.max_interruptions: must be positive, got -1`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+}

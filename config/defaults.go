@@ -45,10 +45,12 @@ const (
 	// DefaultMaxConcurrentAttempts: agents mostly wait on a model or a
 	// child process, so a 2-core runner keeps several busy.
 	DefaultMaxConcurrentAttempts = 16
-	DefaultMaxBodyBytes          = 1 << 20
-	DefaultEventRetention        = 30 * 24 * time.Hour
-	DefaultMinFreeDiskMiB        = 1024
-	DefaultMaxEngineLag          = time.Minute
+	// DefaultMaxInterruptions bounds the restarts one step run survives.
+	DefaultMaxInterruptions = 10
+	DefaultMaxBodyBytes     = 1 << 20
+	DefaultEventRetention   = 30 * 24 * time.Hour
+	DefaultMinFreeDiskMiB   = 1024
+	DefaultMaxEngineLag     = time.Minute
 	// DefaultMaxArtifactBytes bounds an agent's output: far above any
 	// useful artifact, far below what would strain the runner's memory.
 	DefaultMaxArtifactBytes = 8 << 20
@@ -188,6 +190,7 @@ func (c *Config) WithDefaults() {
 	orDefault(c, "execution_service.heartbeat_interval", &c.ExecutionService.HeartbeatInterval, Duration(DefaultHeartbeat))
 	orDefault(c, "watchdog.stall_grace", &c.Watchdog.StallGrace, Duration(DefaultStallGrace))
 	orDefault(c, "scheduler.max_concurrent_attempts", &c.Scheduler.MaxConcurrentAttempts, DefaultMaxConcurrentAttempts)
+	orDefault(c, "scheduler.max_interruptions", &c.Scheduler.MaxInterruptions, DefaultMaxInterruptions)
 	orDefault(c, "server.max_body_bytes", &c.Server.MaxBodyBytes, DefaultMaxBodyBytes)
 	orDefault(c, "server.read_header_timeout", &c.Server.ReadHeaderTimeout, Duration(DefaultReadHeaderTimeout))
 	orDefault(c, "server.read_timeout", &c.Server.ReadTimeout, Duration(DefaultReadTimeout))

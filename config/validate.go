@@ -77,6 +77,9 @@ func (c *Config) validate() Problems {
 	if c.Scheduler.MaxConcurrentAttempts <= 0 {
 		v.add("scheduler.max_concurrent_attempts", "must be positive, got %d", c.Scheduler.MaxConcurrentAttempts)
 	}
+	if c.Scheduler.MaxInterruptions <= 0 {
+		v.add("scheduler.max_interruptions", "must be positive, got %d", c.Scheduler.MaxInterruptions)
+	}
 	if c.Budgets.CycleTokens < 0 {
 		v.add("budgets.cycle_tokens", "must not be negative")
 	}

@@ -173,3 +173,31 @@ func TestAScheduledPipelineStartsARunEveryInterval(t *testing.T) {
 		t.Fatalf("%d runs after a restart, want 2", n)
 	}
 }
+
+func TestAStepRunInterruptedTooOftenFails(t *testing.T) {
+	k := &scriptKind{block: map[string]bool{"one": true}}
+	p := &agentrunner.Pipeline{Name: "stuck", Start: "one", Steps: steps(
+		&agentrunner.Step{ID: "one", Next: agentrunner.EndStep, Retry: agentrunner.RetryPolicy{Max: 0}},
+	)}
+	h := newHarness(t, k, p)
+	h.maxInt = 2
+	h.run()
+	id := h.startRun("stuck", nil)
+	for restarts := 1; restarts <= 3; restarts++ {
+		deadline := time.Now().Add(30 * time.Second)
+		for len(k.Calls()) < restarts { // the attempt runs: a restart now interrupts it
+			if time.Now().After(deadline) {
+				t.Fatalf("attempt %d never started", restarts)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		h.run()
+	}
+	r, srs := h.waitDone(id)
+	if r.Status != agentrunner.RunFailed || !strings.Contains(r.Error, "the runner stopped during 3 attempts") {
+		t.Fatalf("run is %s (%q); want failed after 3 interruptions; %s", r.Status, r.Error, describe(srs))
+	}
+	if n := len(k.Calls()); n != 3 {
+		t.Errorf("the step ran %d times, want 3: interruptions cost no retry, and the third is the last", n)
+	}
+}

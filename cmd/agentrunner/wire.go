@@ -392,7 +392,7 @@ func buildScheduler(ws *workspace.Workspace, store *sqlite.Store, runtimes map[s
 	}
 	return scheduler.New(scheduler.Options{
 		Store: store, Pipelines: graphs, Clock: clock, Logger: log, OnEvent: observe,
-		MaxAttempts: cfg.Scheduler.MaxConcurrentAttempts,
+		MaxAttempts: cfg.Scheduler.MaxConcurrentAttempts, MaxInterruptions: cfg.Scheduler.MaxInterruptions,
 		Kinds: map[string]agentrunner.StepKind{
 			agentrunner.KindAgent: agents,
 			agentrunner.KindGate:  &gate.Kind{Notify: cfg.Escalation.Webhook.URL != "", Clock: clock},
