@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -182,18 +183,21 @@ func (s *Scheduler) timers() {
 		}
 	}
 	s.delayed = kept
-	for _, rs := range s.runs {
-		for _, ss := range rs.steps {
-			if ss.deadline.IsZero() || ss.deadline.After(now) || ss.sr.Status != agentrunner.StepRunWaiting {
-				continue
-			}
-			st := rs.pipeline.Steps[ss.sr.Step]
-			d := &agentrunner.Decision{Action: st.Gate.Default, Operator: "timeout", DecidedAt: now,
-				Comment: fmt.Sprintf("no decision within %s", st.Gate.Timeout)}
-			ch := s.batch.change()
-			if err := s.applyDecision(ch, rs, ss, d); err != nil {
-				s.endRun(ch, rs, agentrunner.RunFailed, fmt.Sprintf("gate %s timed out and its default decision failed: %v", ss.sr.Key(), err))
-			}
+	for ss, rs := range s.timed {
+		if ss.deadline.IsZero() || ss.sr.Status != agentrunner.StepRunWaiting {
+			delete(s.timed, ss) // decided, or its run ended
+			continue
+		}
+		if ss.deadline.After(now) {
+			continue
+		}
+		delete(s.timed, ss)
+		st := rs.pipeline.Steps[ss.sr.Step]
+		d := &agentrunner.Decision{Action: st.Gate.Default, Operator: "timeout", DecidedAt: now,
+			Comment: fmt.Sprintf("no decision within %s", st.Gate.Timeout)}
+		ch := s.batch.change()
+		if err := s.applyDecision(ch, rs, ss, d); err != nil {
+			s.endRun(ch, rs, agentrunner.RunFailed, fmt.Sprintf("gate %s timed out and its default decision failed: %v", ss.sr.Key(), err))
 		}
 	}
 }
@@ -259,7 +263,6 @@ func (s *Scheduler) startWorker(ctx context.Context, t *task) {
 	sr, run, att := *t.ss.sr, *t.rs.run, *t.att // the worker's own copies
 	a.StepRun, a.Run, a.Attempt = &sr, &run, &att
 	kind := s.opts.Kinds[st.Kind]
-	started := s.clock.Now()
 	s.workers.Add(1)
 	go func() {
 		defer s.workers.Done()
@@ -276,7 +279,7 @@ func (s *Scheduler) startWorker(ctx context.Context, t *task) {
 			err = agentrunner.Fail(agentrunner.ClassTimeout, "attempt timed out after %s: %v", st.Timeout, err)
 		}
 		// Never blocks: the channel has a place for every slot.
-		s.results <- &result{task: *t, res: res, err: err, started: started}
+		s.results <- &result{task: *t, res: res, err: err}
 	}()
 }
 
@@ -291,12 +294,13 @@ type commandResults struct {
 
 const keptResults = 4096
 
+func newCommandResults() *commandResults {
+	return &commandResults{done: map[int64]string{}, waiters: map[int64][]chan string{}}
+}
+
 func (c *commandResults) publish(cmds []*agentrunner.Command) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.done == nil {
-		c.done, c.waiters = map[int64]string{}, map[int64][]chan string{}
-	}
 	for _, cmd := range cmds {
 		c.done[cmd.ID] = cmd.Result
 		c.order = append(c.order, cmd.ID)
@@ -314,14 +318,11 @@ func (c *commandResults) publish(cmds []*agentrunner.Command) {
 // Await waits until the scheduler consumed command id and returns its
 // result, or ctx's error.
 func (s *Scheduler) Await(ctx context.Context, id int64) (string, error) {
-	c := &s.results_
+	c := s.awaited
 	c.mu.Lock()
 	if r, ok := c.done[id]; ok {
 		c.mu.Unlock()
 		return r, nil
-	}
-	if c.waiters == nil {
-		c.done, c.waiters = map[int64]string{}, map[int64][]chan string{}
 	}
 	w := make(chan string, 1)
 	c.waiters[id] = append(c.waiters[id], w)
@@ -330,6 +331,20 @@ func (s *Scheduler) Await(ctx context.Context, id int64) (string, error) {
 	case r := <-w:
 		return r, nil
 	case <-ctx.Done():
+		c.forget(id, w)
 		return "", ctx.Err()
 	}
+}
+
+// forget drops a waiter that gave up, so a command that is never
+// consumed does not keep it.
+func (c *commandResults) forget(id int64, w chan string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ws := slices.DeleteFunc(c.waiters[id], func(x chan string) bool { return x == w })
+	if len(ws) == 0 {
+		delete(c.waiters, id)
+		return
+	}
+	c.waiters[id] = ws
 }

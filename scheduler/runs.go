@@ -6,7 +6,6 @@ import (
 	"maps"
 	"os"
 	"slices"
-	"time"
 
 	"github.com/agentrunner/agentrunner"
 )
@@ -142,6 +141,7 @@ func (s *Scheduler) resumeStepRun(ch *agentrunner.Change, rs *runState, ss *step
 	case ss.sr.Status == agentrunner.StepRunWaiting:
 		if st.Gate != nil && st.Gate.Timeout > 0 {
 			ss.deadline = ss.sr.OpenedAt.Add(st.Gate.Timeout)
+			s.timed[ss] = rs
 		}
 	case ss.sr.Status != agentrunner.StepRunOpen:
 	case ss.att == nil:
@@ -164,14 +164,8 @@ func (s *Scheduler) resumeStepRun(ch *agentrunner.Change, rs *runState, ss *step
 // max_concurrent_runs queues it.
 func (s *Scheduler) schedules(ctx context.Context) error {
 	now := s.clock.Now()
-	for _, name := range slices.Sorted(maps.Keys(s.opts.Pipelines)) {
-		p := s.opts.Pipelines[name]
-		if p.Every <= 0 {
-			continue
-		}
-		if s.due == nil {
-			s.due = map[string]time.Time{}
-		}
+	for _, p := range s.scheduled {
+		name := p.Name
 		at, ok := s.due[name]
 		if !ok {
 			runs, err := s.store.Runs(ctx, agentrunner.RunFilter{Pipeline: name, Limit: 1})

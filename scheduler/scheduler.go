@@ -23,6 +23,8 @@ import (
 	"fmt"
 	"github.com/agentrunner/agentrunner/internal/eventlog"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -77,17 +79,17 @@ type Stats struct {
 
 // Scheduler runs the step runs of every unfinished run.
 type Scheduler struct {
-	opts     Options
-	store    Store
-	clock    agentrunner.Clock
-	log      *slog.Logger
-	labels   map[*agentrunner.Step]*route.Extractor
-	results  chan *result
-	wake     chan struct{}
-	workers  sync.WaitGroup
-	stats    struct{ transitions, commits atomic.Int64 }
-	running  atomic.Bool
-	results_ commandResults
+	opts    Options
+	store   Store
+	clock   agentrunner.Clock
+	log     *slog.Logger
+	labels  map[*agentrunner.Step]*route.Extractor
+	results chan *result
+	wake    chan struct{}
+	workers sync.WaitGroup
+	stats   struct{ transitions, commits atomic.Int64 }
+	running atomic.Bool
+	awaited *commandResults
 	// The fields below belong to the goroutine of Run.
 	runs     map[string]*runState
 	queued   map[string][]*runState // by pipeline, oldest first
@@ -97,10 +99,16 @@ type Scheduler struct {
 	delayed  []*task                // attempts waiting for their backoff
 	slots    int
 	ids      *idAllocator
-	// due is when each scheduled pipeline's next run starts.
-	due      map[string]time.Time
-	batch    *batch
-	stopping bool
+	// timed are the waiting gates that have a timeout, with their runs; a
+	// gate decided or canceled since (its deadline cleared) is dropped
+	// when next looked at.
+	timed map[*stepState]*runState
+	// scheduled are the pipelines with a schedule, by name; due is when
+	// each one's next run starts.
+	scheduled []*agentrunner.Pipeline
+	due       map[string]time.Time
+	batch     *batch
+	stopping  bool
 }
 
 // New checks the options and returns a scheduler.
@@ -110,12 +118,16 @@ func New(opts Options) (*Scheduler, error) {
 	}
 	s := &Scheduler{
 		opts: opts, store: opts.Store, clock: opts.Clock, log: opts.Logger,
-		labels: map[*agentrunner.Step]*route.Extractor{}, wake: make(chan struct{}, 1),
+		labels: map[*agentrunner.Step]*route.Extractor{}, wake: make(chan struct{}, 1), awaited: newCommandResults(), timed: map[*stepState]*runState{}, due: map[string]time.Time{},
 		runs: map[string]*runState{}, queued: map[string][]*runState{}, active: map[string]int{},
 	}
-	for _, p := range opts.Pipelines {
+	for _, name := range slices.Sorted(maps.Keys(opts.Pipelines)) {
+		p := opts.Pipelines[name]
 		if err := s.compile(p); err != nil {
 			return nil, err
+		}
+		if p.Every > 0 {
+			s.scheduled = append(s.scheduled, p)
 		}
 	}
 	if s.clock == nil {
@@ -258,11 +270,9 @@ func (s *Scheduler) nextTimer() (<-chan time.Time, func()) {
 	for _, t := range s.delayed {
 		wait = min(wait, t.att.NotBefore.Sub(now))
 	}
-	for _, rs := range s.runs {
-		for _, ss := range rs.steps {
-			if !ss.deadline.IsZero() {
-				wait = min(wait, ss.deadline.Sub(now))
-			}
+	for ss := range s.timed {
+		if !ss.deadline.IsZero() {
+			wait = min(wait, ss.deadline.Sub(now))
 		}
 	}
 	for _, at := range s.due {
@@ -297,7 +307,7 @@ func (s *Scheduler) commit(ctx context.Context) error {
 			}
 		}
 	}
-	s.results_.publish(b.consumed)
+	s.awaited.publish(b.consumed)
 	s.starting = append(s.starting, b.run...)
 	s.delayed = append(s.delayed, b.delay...)
 	return nil

@@ -59,9 +59,8 @@ type task struct {
 // result is what a worker brings back from an attempt.
 type result struct {
 	task
-	res     *agentrunner.StepResult
-	err     error
-	started time.Time
+	res *agentrunner.StepResult
+	err error
 }
 
 // batch is what one pass of the loop commits together.

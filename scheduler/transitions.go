@@ -327,6 +327,7 @@ func (s *Scheduler) wait(ch *agentrunner.Change, rs *runState, ss *stepState, re
 	details := map[string]any{"visit": ss.sr.Visit, "from": ss.sr.From}
 	if st.Gate != nil && st.Gate.Timeout > 0 {
 		ss.deadline = ss.sr.OpenedAt.Add(st.Gate.Timeout)
+		s.timed[ss] = rs
 		details["timeout_at"], details["default"] = ss.deadline.Format(time.RFC3339), string(st.Gate.Default)
 	}
 	s.putStepRun(ch, ss)
