@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/scheduler"
 )
 
 func steps(ss ...*agentrunner.Step) map[string]*agentrunner.Step {
@@ -250,4 +251,26 @@ func sortByOpened(srs []*agentrunner.StepRun) []*agentrunner.StepRun {
 	out := slices.Clone(srs)
 	slices.SortStableFunc(out, func(a, b *agentrunner.StepRun) int { return a.OpenedAt.Compare(b.OpenedAt) })
 	return out
+}
+
+func TestAJoinWhoseBranchWentElsewhereFailsTheRunSayingWhy(t *testing.T) {
+	k := &scriptKind{outputs: map[string][]string{"b": {"Verdict: SKIP"}}}
+	p := &agentrunner.Pipeline{Name: "fan", Start: "plan", Steps: steps(
+		&agentrunner.Step{ID: "plan", Then: []string{"a", "b"}},
+		&agentrunner.Step{ID: "a", Next: "merge"},
+		&agentrunner.Step{ID: "b", Label: &agentrunner.LabelSource{Field: "Verdict"},
+			Routes: []agentrunner.Route{{When: "JOIN", To: "merge"}, {Otherwise: true, To: agentrunner.EndStep}}},
+		&agentrunner.Step{ID: "merge", Join: agentrunner.JoinAll, Next: agentrunner.EndStep},
+	)}
+	h := newHarness(t, k, p)
+	h.run()
+	id := h.startRun("fan", nil)
+	r, srs := h.waitDone(id)
+	if r.Status != agentrunner.RunFailed || !strings.Contains(r.Error, "merge#1") || !strings.Contains(r.Error, "[b]") {
+		t.Fatalf("run is %s (%q); want failed, naming the join and the branch it waits for; %s", r.Status, r.Error, describe(srs))
+	}
+	evs, err := h.store.Events(context.Background(), agentrunner.EventFilter{CycleID: id, Type: scheduler.EventRunFailed})
+	if err != nil || len(evs) != 1 {
+		t.Errorf("run.failed events: %v %v", evs, err)
+	}
 }
