@@ -24,6 +24,17 @@ type Pipeline struct {
 	// Every, if set, starts a run (without inputs) every interval, counted
 	// from the start of the pipeline's newest run.
 	Every time.Duration
+	// MaxDuration, if set, bounds a run: once it is overdue, its unfinished
+	// step runs are cut short and the run is forced to its Final step,
+	// which judges what the run has; with no Final step (or when the Final
+	// step itself runs out of time) the run fails.
+	MaxDuration time.Duration
+	Final       string
+	// Serial pipelines run one run at a time and record its current step on
+	// the run (the learning loop); Noun names its runs in event types
+	// ("cycle": cycle.started …; empty: "run").
+	Serial bool
+	Noun   string
 	// Where is the pipeline's place in the configuration ("file:line").
 	Where string
 }
@@ -78,6 +89,9 @@ type Step struct {
 	OnCap CapAction
 	// Gate configures a gate step.
 	Gate *GateSpec
+	// OnFailure is what happens when a step run fails for good (its
+	// retries spent); the zero value is FailRun.
+	OnFailure FailurePolicy
 	// Retry is the retry policy of its attempts; Timeout bounds each one.
 	Retry   RetryPolicy
 	Timeout time.Duration
@@ -133,6 +147,28 @@ type CapAction struct {
 type GateSpec struct {
 	Timeout time.Duration
 	Default DecisionAction
+}
+
+// FailurePolicy is what happens when a step run fails for good.
+type FailurePolicy string
+
+// Failure policies (FR-048..051).
+const (
+	// FailRun ends the run failed.
+	FailRun FailurePolicy = "fail"
+	// HaltRun halts the run, its state kept, until an operator resumes it:
+	// the step then runs again with a new round of retries.
+	HaltRun FailurePolicy = "halt"
+	// SkipStep stands in for the step with its last good output from an
+	// earlier run (Fallbacker), and goes on; with none, the run halts.
+	SkipStep FailurePolicy = "skip"
+)
+
+// Fallbacker is a step kind that can stand in for a step run that failed
+// for good with the last good output of the step from an earlier run of
+// the pipeline (SkipStep). It returns nil, nil when there is none.
+type Fallbacker interface {
+	Fallback(ctx context.Context, a *StepAttempt) (*StepResult, error)
 }
 
 // RetryPolicy is how often a failed attempt is tried again: at most Max
