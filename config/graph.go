@@ -25,19 +25,44 @@ var graphStepKeys = []string{"routes", "label", "then", "join", "max_visits", "o
 // graphPipelineKeys are the pipeline keys of pipelines: only.
 var graphPipelineKeys = []string{"run_id", "max_concurrent_runs", "inputs_schema", "schedule"}
 
-// Graphs returns the root Pipeline of each pipeline under pipelines:, by
-// name, for the graph scheduler: steps with their edges, their place in
-// the file, and the retry policy and time limit the loop engine would give
-// them (StepPolicy, StepTimeout); Step.Config is the *Step. The learning
-// loop's pipeline: is not among them: the loop engine runs it.
+// Graphs returns the root Pipeline of every pipeline of the workspace, by
+// name, for the scheduler: the learning loop's (Loop) under the
+// workspace's name, and each one under pipelines:. Their steps have their
+// edges, their place in the file, their retry policy and time limit
+// (StepPolicy, StepTimeout); Step.Config is the *Step.
 func (c *Config) Graphs() map[string]*agentrunner.Pipeline {
-	out := make(map[string]*agentrunner.Pipeline, len(c.Pipelines))
+	out := make(map[string]*agentrunner.Pipeline, len(c.Pipelines)+1)
 	for name, p := range c.Pipelines {
 		if p != nil {
 			out[name] = c.graph(name, p)
 		}
 	}
+	if loop := c.Loop(); loop != nil {
+		out[loop.Name] = loop
+	}
 	return out
+}
+
+// Loop returns the learning loop's pipeline (pipeline:), nil when the
+// workspace has none. Its runs are cycles: one at a time, named by their
+// start time, started every schedule.every but never sooner than
+// schedule.min_cycle after the last one (FR-005), forced to the final step
+// once older than schedule.max_cycle (FR-007); a step that fails for good
+// escalates by its policy (FR-048..051).
+func (c *Config) Loop() *agentrunner.Pipeline {
+	if !c.HasLoop() {
+		return nil
+	}
+	p := c.graph(c.Name, &c.Pipeline)
+	p.Where = fileLine(c.Where("pipeline"))
+	p.RunID, p.MaxConcurrentRuns, p.Serial, p.Noun = agentrunner.RunIDTimestamp, 1, true, "cycle"
+	p.Every = max(c.Schedule.Every.D(), c.Schedule.MinCycle.D())
+	p.MaxDuration, p.Final = c.Schedule.MaxCycle.D(), c.Pipeline.Final
+	for id, st := range p.Steps {
+		st.Where = fileLine(c.Where("pipeline.steps." + id))
+		st.OnFailure = agentrunner.FailurePolicy(c.StepPolicyName(c.Pipeline.Steps[id]))
+	}
+	return p
 }
 
 // graph builds the root Pipeline of the pipeline name.

@@ -31,14 +31,19 @@ func (s *Scheduler) startRun(ctx context.Context, ch *agentrunner.Change, p *age
 	}
 	r := &agentrunner.Run{
 		ID: id, Pipeline: p.Name, Status: agentrunner.RunQueued, Dir: s.opts.RunDir(p.Name, id),
-		StartedAt: s.clock.Now(), Inputs: inputs, Parent: parent,
+		StartedAt: s.clock.Now(), Inputs: inputs, Parent: parent, Serial: p.Serial,
 	}
 	rs := newRunState(r, p)
+	if p.Serial {
+		if rs.state, err = s.before(ctx, p); err != nil {
+			return "", err
+		}
+	}
 	s.runs[id] = rs
 	if p.MaxConcurrentRuns > 0 && s.active[p.Name] >= p.MaxConcurrentRuns {
-		ch.Runs = append(ch.Runs, r)
+		s.putRun(ch, rs)
 		s.queued[p.Name] = append(s.queued[p.Name], rs)
-		s.event(ch, rs, "", EventRunQueued, agentrunner.LevelInfo, map[string]any{"pipeline": p.Name, "ahead": len(s.queued[p.Name]) - 1})
+		s.event(ch, rs, "", runEvent(p, "queued"), agentrunner.LevelInfo, map[string]any{"pipeline": p.Name, "ahead": len(s.queued[p.Name]) - 1})
 		return id, nil
 	}
 	s.begin(ch, rs)
@@ -55,12 +60,12 @@ func (s *Scheduler) begin(ch *agentrunner.Change, rs *runState) {
 	// without an fsync, and a step kind makes it again if a crash lost it.
 	if err := os.MkdirAll(r.Dir, 0o755); err != nil {
 		// The run fails with the reason recorded; nothing of it ran.
-		ch.Runs = append(ch.Runs, &r)
+		s.putRun(ch, rs)
 		s.endRun(ch, rs, agentrunner.RunFailed, fmt.Sprintf("create the run's directory: %v", err))
 		return
 	}
-	ch.Runs = append(ch.Runs, &r)
-	s.event(ch, rs, "", EventRunStarted, agentrunner.LevelInfo, map[string]any{"pipeline": r.Pipeline, "dir": r.Dir, "inputs": r.Inputs})
+	s.putRun(ch, rs)
+	s.event(ch, rs, "", runEvent(rs.pipeline, "started"), agentrunner.LevelInfo, map[string]any{"pipeline": r.Pipeline, "dir": r.Dir, "inputs": r.Inputs})
 	s.open(ch, rs, rs.pipeline.Start, nil, 0)
 	s.settle(ch, rs)
 }

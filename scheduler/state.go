@@ -16,10 +16,12 @@ type runState struct {
 	steps    map[string]*stepState
 	visits   map[string]int
 	attempts map[string]int
+	// state is where a run of a serial pipeline is (see moveTo).
+	state agentrunner.State
 }
 
 func newRunState(r *agentrunner.Run, p *agentrunner.Pipeline) *runState {
-	return &runState{run: r, pipeline: p, steps: map[string]*stepState{}, visits: map[string]int{}, attempts: map[string]int{}}
+	return &runState{run: r, pipeline: p, steps: map[string]*stepState{}, visits: map[string]int{}, attempts: map[string]int{}, state: r.State()}
 }
 
 // live reports whether any step run of the run is unfinished.

@@ -93,6 +93,7 @@ func (s *Scheduler) succeed(ch *agentrunner.Change, rs *runState, ss *stepState,
 	ss.sr.Status, ss.sr.Label, ss.sr.Output, ss.sr.EndedAt = agentrunner.StepRunSucceeded, label, output, now
 	ss.deadline = time.Time{}
 	s.putStepRun(ch, ss)
+	s.completed(ch, rs, ss.sr.Step)
 	for _, to := range targets {
 		if rs.run.Status != agentrunner.RunRunning {
 			break // a cap halted the run
@@ -124,6 +125,7 @@ func (s *Scheduler) open(ch *agentrunner.Change, rs *runState, to string, from *
 		ss.sr.From = from.sr.Key()
 	}
 	rs.steps[ss.sr.Key()] = ss
+	s.moveTo(ch, rs, agentrunner.State(to))
 	if st.Join != "" {
 		ss.sr.Arrived = []string{fromStep(from)}
 		if st.Join == agentrunner.JoinAll && len(graph.Incoming(rs.pipeline, to)) > 1 {
@@ -381,11 +383,16 @@ func (s *Scheduler) endRun(ch *agentrunner.Change, rs *runState, status agentrun
 		s.putStepRun(ch, ss)
 	}
 	rs.run = &r
-	ch.Runs = append(ch.Runs, &r)
-	typ, level := map[agentrunner.RunStatus]string{
-		agentrunner.RunCompleted: EventRunCompleted, agentrunner.RunFailed: EventRunFailed,
-		agentrunner.RunHalted: EventRunHalted, agentrunner.RunAborted: EventRunAborted,
-	}[status], agentrunner.LevelInfo
+	s.putRun(ch, rs)
+	to := agentrunner.StateWaiting
+	if status == agentrunner.RunHalted {
+		to = agentrunner.StateHalted
+	}
+	s.moveTo(ch, rs, to)
+	typ, level := runEvent(rs.pipeline, map[agentrunner.RunStatus]string{
+		agentrunner.RunCompleted: "completed", agentrunner.RunFailed: "failed",
+		agentrunner.RunHalted: "halted", agentrunner.RunAborted: "aborted",
+	}[status]), agentrunner.LevelInfo
 	details := map[string]any{"pipeline": r.Pipeline, "duration_ms": now.Sub(r.StartedAt).Milliseconds()}
 	if why != "" {
 		details["error"], level = why, agentrunner.LevelWarn
