@@ -264,26 +264,61 @@ func (s *Scheduler) drain() {
 
 // nextTimer returns a channel that fires at the next due time: the poll,
 // or earlier a backoff's or a gate's end.
+//
+// The poll is real time: commands come from other processes (the CLI) in
+// real time. Due times are on the scheduler's clock. A clock other than
+// the system's is a test's, whose time moves only when someone waits on
+// it: the scheduler waits on it only when no attempt runs, so time stands
+// still while an attempt works, as it would for a step that takes no time.
 func (s *Scheduler) nextTimer() (<-chan time.Time, func()) {
-	now := s.clock.Now()
+	_, real := s.clock.(agentrunner.SystemClock)
+	if !real {
+		poll := time.NewTimer(s.opts.Poll)
+		due, ok := s.nextDue()
+		if !ok || s.slots < s.opts.MaxAttempts {
+			return poll.C, func() { poll.Stop() }
+		}
+		fired, stopped := make(chan time.Time, 1), make(chan struct{})
+		go func() {
+			select {
+			case t := <-s.clock.After(max(due.Sub(s.clock.Now()), 0)):
+				fired <- t
+			case t := <-poll.C:
+				fired <- t
+			case <-stopped:
+			}
+		}()
+		return fired, func() { poll.Stop(); close(stopped) }
+	}
 	wait := s.opts.Poll
+	if due, ok := s.nextDue(); ok {
+		wait = min(wait, due.Sub(s.clock.Now()))
+	}
+	t := time.NewTimer(max(wait, 0))
+	return t.C, func() { t.Stop() }
+}
+
+// nextDue is the earliest time something is due: a backoff's end, a
+// gate's timeout, a scheduled run.
+func (s *Scheduler) nextDue() (time.Time, bool) {
+	var due time.Time
+	earliest := func(t time.Time) {
+		if due.IsZero() || t.Before(due) {
+			due = t
+		}
+	}
 	for _, t := range s.delayed {
-		wait = min(wait, t.att.NotBefore.Sub(now))
+		earliest(t.att.NotBefore)
 	}
 	for ss := range s.timed {
 		if !ss.deadline.IsZero() {
-			wait = min(wait, ss.deadline.Sub(now))
+			earliest(ss.deadline)
 		}
 	}
 	for _, at := range s.due {
-		wait = min(wait, at.Sub(now))
+		earliest(at)
 	}
-	wait = max(wait, 0)
-	if _, real := s.clock.(agentrunner.SystemClock); real {
-		t := time.NewTimer(wait)
-		return t.C, func() { t.Stop() }
-	}
-	return s.clock.After(wait), func() {}
+	return due, !due.IsZero()
 }
 
 // commit writes the batch's changes in one transaction, then reports its
