@@ -201,6 +201,7 @@ const (
 	EventCycleCompleted     = "cycle.completed"
 	EventCycleFailed        = "cycle.failed"
 	EventCycleAborted       = "cycle.aborted"
+	EventCycleHalted        = "cycle.halted"
 	EventTransition         = "state.transition"
 	EventAttemptStarted     = "attempt.started"
 	EventAttemptSucceeded   = "attempt.succeeded"

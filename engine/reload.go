@@ -2,59 +2,57 @@ package engine
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"strings"
 
-	"github.com/agentrunner/agentrunner"
 	"github.com/agentrunner/agentrunner/config"
+	"github.com/agentrunner/agentrunner/scheduler"
 	"github.com/agentrunner/agentrunner/mailbox"
 	"go.yaml.in/yaml/v3"
 )
 
 // EventReloaded: an operator reloaded the configuration and its files.
-const EventReloaded = "config.reloaded"
+const EventReloaded = scheduler.EventReloaded
 
 // maxReloadProblems bounds the problems a refused reload lists.
 const maxReloadProblems = 5
 
-// reload applies an operator's reload at a step boundary: the
-// configuration file and every file it names are read again and, when
-// they are valid and change only what a running loop can take, replace
-// the current ones. What can change: identity prompts, tools.md, the
-// memory template, the content of output templates and schemas (each
-// attempt's invocation carries its contract), the schedule, timeouts,
-// retries, escalation policies, the mailbox size and budgets. Anything
-// else (providers, agents' models, inputs and tools, the pipeline's
-// graph, tools, servers) was built into the running process and needs a
-// restart; such a reload is refused with the list, and nothing changes.
-func (e *Engine) reload(ctx context.Context, c *agentrunner.Cycle, cmd *agentrunner.Command) error {
-	if e.reloadFn == nil {
-		return e.ignore(ctx, c, cmd, "this runner cannot reload its configuration")
-	}
-	ws, err := e.reloadFn()
+// reload reads the workspace again for an operator's reload command,
+// which the scheduler applies between two passes: the configuration file
+// and every file it names are read again and, when they are valid and
+// change only what a running engine can take, replace the current ones.
+// What can change: identity prompts, tools.md, the memory template, the
+// content of output templates and schemas (each attempt's invocation
+// carries its contract), the schedule, timeouts, retries, escalation
+// policies, the mailbox size and budgets. Anything else (providers,
+// agents' models, inputs and tools, the pipelines' graphs, tools, servers)
+// was built into the running process and needs a restart; such a reload
+// is refused with the list, and nothing changes.
+func (e *Engine) reload() (*scheduler.Reloaded, error) {
+	ws, err := e.opts.Reload()
 	if err != nil {
-		return e.ignore(ctx, c, cmd, "the configuration is not valid: "+summarize(err))
+		return nil, errors.New("the configuration is not valid: " + summarize(err))
 	}
-	if restart := needsRestart(e.cfg, ws.Config); len(restart) > 0 {
-		return e.ignore(ctx, c, cmd, "these changes need a restart: "+strings.Join(restart, ", "))
+	cur := e.Config()
+	if restart := needsRestart(cur, ws.Config); len(restart) > 0 {
+		return nil, errors.New("these changes need a restart: " + strings.Join(restart, ", "))
 	}
 	boxes := e.boxes
-	if ws.Config.Mailbox.MaxMessages != e.cfg.Mailbox.MaxMessages {
+	if ws.Config.Mailbox.MaxMessages != cur.Mailbox.MaxMessages {
 		if boxes, err = mailbox.New(ws.Layout.Mailboxes(), ws.Config.Mailbox.MaxMessages); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	ch := &agentrunner.Change{Consumed: []*agentrunner.Command{e.consume(cmd, "reloaded "+ws.Config.Path)}}
-	e.event(ch, orNone(c), "", EventReloaded, agentrunner.LevelInfo, commandDetails(cmd, map[string]any{"path": ws.Config.Path}))
-	if err := e.commit(ctx, ch); err != nil {
-		return err
+	pipelines := ws.Config.Graphs()
+	kinds, err := e.kindsOn(ws, boxes, pipelines)
+	if err != nil {
+		return nil, err
 	}
 	e.cfgMu.Lock()
 	e.ws, e.cfg, e.boxes = ws, ws.Config, boxes
 	e.cfgMu.Unlock()
-	return nil
+	return &scheduler.Reloaded{Pipelines: pipelines, Kinds: kinds, Path: ws.Config.Path}, nil
 }
 
 // summarize shortens a configuration error to its first problems.
@@ -89,7 +87,7 @@ func needsRestart(old, next *config.Config) []string {
 // topLevelKeys are compared one by one, to name what changed.
 var topLevelKeys = []string{
 	"name", "artifacts_dir", "state", "tools_file", "memory_template", "providers", "defaults", "agents",
-	"pipeline", "execution_service", "server", "tools", "mcp_servers", "escalation", "watchdog", "events", "health",
+	"pipeline", "pipelines", "scheduler", "execution_service", "server", "tools", "mcp_servers", "escalation", "watchdog", "events", "health",
 }
 
 // comparable returns the value of a top-level key without the settings a
@@ -123,16 +121,17 @@ func comparable(c *config.Config, key string) any {
 		}
 		return agents
 	case "pipeline":
-		p := c.Pipeline
-		p.Steps = map[string]*config.Step{}
-		for id, s := range c.Pipeline.Steps {
-			if s != nil {
-				cp := *s
-				cp.Timeout, cp.Retries, cp.OnFailure = 0, nil, ""
-				p.Steps[id] = &cp
+		return reloadable(c.Pipeline)
+	case "pipelines":
+		ps := map[string]config.Pipeline{}
+		for name, p := range c.Pipelines {
+			if p != nil {
+				ps[name] = reloadable(*p)
 			}
 		}
-		return p
+		return ps
+	case "scheduler":
+		return c.Scheduler
 	case "execution_service":
 		return c.ExecutionService
 	case "server":
@@ -161,10 +160,17 @@ func sameYAML(a, b any) bool {
 	return err1 == nil && err2 == nil && bytes.Equal(x, y)
 }
 
-// Config returns the configuration the engine runs with now (a reload
-// replaces it), for readers in other goroutines such as the API.
-func (e *Engine) Config() *config.Config {
-	e.cfgMu.RLock()
-	defer e.cfgMu.RUnlock()
-	return e.cfg
+// reloadable is a pipeline without the settings a reload may change: its
+// steps' timeouts, retries and failure policies, and its schedule.
+func reloadable(p config.Pipeline) config.Pipeline {
+	steps := map[string]*config.Step{}
+	for id, s := range p.Steps {
+		if s != nil {
+			cp := *s
+			cp.Timeout, cp.Retries, cp.OnFailure = 0, nil, ""
+			steps[id] = &cp
+		}
+	}
+	p.Steps, p.Schedule = steps, nil
+	return p
 }

@@ -70,3 +70,13 @@ func ReadStatus(ctx context.Context, store agentrunner.Store, cfg *config.Config
 	}
 	return st, nil
 }
+
+// NextStart is when the cycle after last is due: schedule.every after its
+// start, and never sooner than schedule.min_cycle after it (FR-005). With
+// no cycle yet, it is now.
+func NextStart(s config.Schedule, last *agentrunner.Cycle, now time.Time) time.Time {
+	if last == nil {
+		return now
+	}
+	return last.StartedAt.Add(max(s.Every.D(), s.MinCycle.D()))
+}

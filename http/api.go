@@ -581,7 +581,7 @@ const maxReasonBytes = 1024
 // engine consumes exactly once (FR-162..167).
 func (s *Server) handleOverride(w http.ResponseWriter, r *http.Request) {
 	kind := r.PathValue("kind")
-	if !engine.IsOverride(kind) {
+	if !slices.Contains(agentrunner.OverrideKinds, kind) {
 		s.writeError(w, r, agentrunner.Errorf(agentrunner.ENOTFOUND, "no override %q (pause, resume, abort, inject, force-cycle)", clip.String(kind, maxQuoted)))
 		return
 	}

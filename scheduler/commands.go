@@ -29,6 +29,8 @@ func (s *Scheduler) commands(ctx context.Context) error {
 			result = s.decide(ch, cmd)
 		case agentrunner.CommandAbortRun:
 			result = s.abort(ch, cmd)
+		case agentrunner.CommandReload:
+			result = s.reload(ch, cmd)
 		default:
 			continue
 		}

@@ -67,6 +67,10 @@ type Options struct {
 	// interruption is not the step's fault, so it costs no retry, but a
 	// step that kills the runner each time must not loop forever.
 	MaxInterruptions int
+	// Reload, if set, reads the configuration again for an operator's
+	// reload command; an error refuses the reload, saying why, and
+	// nothing changes. nil: reloads are refused.
+	Reload func() (*Reloaded, error)
 }
 
 // Stats counts what a scheduler did, for benchmarks and metrics.

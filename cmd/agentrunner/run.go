@@ -44,7 +44,7 @@ the cycle completed. Without --once it runs cycles on schedule until interrupted
 				r.background(cmd.Context())
 				return failureError(r.run(cmd.Context()))
 			}
-			if r.engine == nil {
+			if !ws.Config.HasLoop() {
 				return usageError(errors.New("--once runs one cycle of the learning loop (pipeline:), which this workspace does not have; start runs of its pipelines with agentrunner start PIPELINE while agentrunner serve runs"))
 			}
 			c, err := r.engine.RunOnce(cmd.Context())
@@ -134,13 +134,8 @@ Logs are JSON lines on stderr.`,
 				Tools: r.box.Registry.Specs(), ToolStats: r.tools.Stats, Metrics: r.metrics.Handler(),
 				Wake: r.wake,
 			}
-			if r.engine != nil {
-				opts.Engine = r.engine
-			}
-			if r.sched != nil {
-				// Runs are started, and gates decided, through the API.
-				opts.Pipelines, opts.Runs = cfg.Graphs(), r.sched
-			}
+			// Runs are started, and gates decided, through the API.
+			opts.Engine, opts.Pipelines, opts.Runs = r.engine, cfg.Graphs(), r.engine.Scheduler()
 			srv, err := arhttp.New(opts)
 			if err != nil {
 				return failureError(err)

@@ -3,12 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"github.com/agentrunner/agentrunner/mailbox"
-	"github.com/agentrunner/agentrunner/scheduler"
-	"github.com/agentrunner/agentrunner/step/agent"
-	"github.com/agentrunner/agentrunner/step/gate"
 	"log/slog"
 	"maps"
 	"os"
@@ -224,9 +219,8 @@ type runner struct {
 	lock   *workspace.Lock
 	box    *toolbox.Box
 	tools  *tool.Executor
+	// engine runs every pipeline of the workspace.
 	engine *engine.Engine
-	// sched runs the runs of pipelines:; nil when there are none.
-	sched *scheduler.Scheduler
 	// es is the Execution Service, nil when none is configured.
 	es *execsvc.Client
 	// dispatcher delivers webhooks and safe-mode orders from the outbox.
@@ -312,19 +306,14 @@ func openRunner(ctx context.Context, ws *workspace.Workspace, clock agentrunner.
 	if err != nil {
 		return nil, fmt.Errorf("find the agentrunner executable for process agents' MCP server: %w", err)
 	}
-	if cfg.HasLoop() {
-		opts := engine.Options{
-			Workspace: ws, Store: r.store, Runtimes: runtimes, Clock: clock, Logger: log, OnEvent: observe, MCPCommand: self,
-			Reload: func() (*workspace.Workspace, error) { return loadWorkspace(cfg.Path) },
-		}
-		if es != nil {
-			opts.Exec = es
-		}
-		if r.engine, err = engine.New(opts); err != nil {
-			return nil, err
-		}
+	opts := engine.Options{
+		Workspace: ws, Store: r.store, Runtimes: runtimes, Clock: clock, Logger: log, OnEvent: observe, MCPCommand: self,
+		Reload: func() (*workspace.Workspace, error) { return loadWorkspace(cfg.Path) },
 	}
-	if r.sched, err = buildScheduler(ws, r.store, runtimes, clock, log, observe, self); err != nil {
+	if es != nil {
+		opts.Exec = es
+	}
+	if r.engine, err = engine.New(opts); err != nil {
 		return nil, err
 	}
 	deliver, err := deliverers(cfg, es, lookupEnv)
@@ -335,72 +324,11 @@ func openRunner(ctx context.Context, ws *workspace.Workspace, clock agentrunner.
 	return r, nil
 }
 
-// run runs the loop engine and the graph scheduler, whichever the
-// workspace has, until ctx ends (nil) or one of them fails, which stops
-// the other.
-func (r *runner) run(ctx context.Context) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var loops []func(context.Context) error
-	if r.engine != nil {
-		loops = append(loops, r.engine.Run)
-	}
-	if r.sched != nil {
-		loops = append(loops, r.sched.Run)
-	}
-	errc := make(chan error, len(loops))
-	for _, loop := range loops {
-		go func() { errc <- loop(ctx) }()
-	}
-	var errs []error
-	for range loops {
-		if err := <-errc; err != nil {
-			errs = append(errs, err)
-			cancel()
-		}
-	}
-	return errors.Join(errs...)
-}
+// run runs the engine until ctx ends (nil) or it fails.
+func (r *runner) run(ctx context.Context) error { return r.engine.Run(ctx) }
 
-// wake tells the loop engine and the scheduler that a command was written.
-func (r *runner) wake() {
-	if r.engine != nil {
-		r.engine.Wake()
-	}
-	if r.sched != nil {
-		r.sched.Wake()
-	}
-}
-
-// buildScheduler returns the graph scheduler of the workspace's
-// pipelines: (nil when it has none), with the agent and gate step kinds.
-func buildScheduler(ws *workspace.Workspace, store *sqlite.Store, runtimes map[string]agentrunner.Runtime, clock agentrunner.Clock, log *slog.Logger, observe func(*agentrunner.Event), self string) (*scheduler.Scheduler, error) {
-	cfg := ws.Config
-	graphs := cfg.Graphs()
-	if len(graphs) == 0 {
-		return nil, nil
-	}
-	boxes, err := mailbox.New(ws.Layout.Mailboxes(), cfg.Mailbox.MaxMessages)
-	if err != nil {
-		return nil, err
-	}
-	agents, err := agent.New(agent.Options{
-		Workspace: ws, Mailboxes: boxes, Runtimes: runtimes, Store: store, Clock: clock, Logger: log, OnEvent: observe, MCPCommand: self,
-	})
-	if err != nil {
-		return nil, err
-	}
-	return scheduler.New(scheduler.Options{
-		Store: store, Pipelines: graphs, Clock: clock, Logger: log, OnEvent: observe,
-		MaxAttempts: cfg.Scheduler.MaxConcurrentAttempts, MaxInterruptions: cfg.Scheduler.MaxInterruptions,
-		Kinds: map[string]agentrunner.StepKind{
-			agentrunner.KindAgent: agents,
-			agentrunner.KindGate:  &gate.Kind{Notify: cfg.Escalation.Webhook.URL != "", Clock: clock},
-		},
-		RunDir:     ws.Layout.Run,
-		AttemptDir: ws.Layout.Attempt,
-	})
-}
+// wake tells the engine that a command was written.
+func (r *runner) wake() { r.engine.Wake() }
 
 // deliverers are how the outbox reaches its receivers: the operators'
 // webhook and the Execution Service's safe mode.
@@ -445,7 +373,7 @@ func deliverers(cfg *config.Config, es *execsvc.Client, lookupEnv func(string) (
 func (r *runner) background(ctx context.Context) {
 	cfg := r.ws.Config
 	go r.dispatcher.Run(ctx, outboxInterval)
-	if r.engine == nil {
+	if !cfg.HasLoop() {
 		return // the rest watches the learning loop and its strategy
 	}
 	go func() {
@@ -503,7 +431,7 @@ const exitStalled = 3
 // flush delivers what the outbox holds and checks the strategy once, for
 // run --once, which has no background work.
 func (r *runner) flush(ctx context.Context) {
-	if r.engine == nil {
+	if !r.ws.Config.HasLoop() {
 		return
 	}
 	if _, err := r.engine.CheckStrategy(ctx); err != nil {
