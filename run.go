@@ -171,6 +171,16 @@ type Fallbacker interface {
 	Fallback(ctx context.Context, a *StepAttempt) (*StepResult, error)
 }
 
+// CommandTaker is a step kind whose attempts take commands of their own
+// kinds (the Execution Service's status callbacks). The scheduler leaves
+// those commands to the attempts; one that arrives while no step run of
+// the kind is open has nothing to act on, and is consumed as ignored with
+// the reason Stale gives.
+type CommandTaker interface {
+	Takes(commandKind string) bool
+	Stale(cmd *Command) string
+}
+
 // RetryPolicy is how often a failed attempt is tried again: at most Max
 // retries, waiting Backoff[i] before retry i+1 (the last wait repeats).
 type RetryPolicy struct {

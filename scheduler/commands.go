@@ -29,10 +29,15 @@ func (s *Scheduler) commands(ctx context.Context) error {
 			result = s.decide(ch, cmd)
 		case agentrunner.CommandAbortRun:
 			result = s.abort(ch, cmd)
+		case agentrunner.CommandAbort:
+			result = s.abortSerial(ch, cmd)
 		case agentrunner.CommandReload:
 			result = s.reload(ch, cmd)
 		default:
-			continue
+			if result = s.staleCommand(cmd); result == "" {
+				continue
+			}
+			result = s.ignore(ch, cmd, result)
 		}
 		if err != nil {
 			return err
@@ -155,8 +160,12 @@ func (s *Scheduler) abort(ch *agentrunner.Change, cmd *agentrunner.Command) stri
 	if rs.run.Status == agentrunner.RunQueued {
 		s.unqueue(rs)
 	}
-	s.endRun(ch, rs, agentrunner.RunAborted, "aborted by "+cmd.Operator)
-	return "aborted run " + runID
+	why := "aborted by " + cmd.Operator
+	if note, _ := cmd.Args["reason"].(string); note != "" {
+		why += ": " + note
+	}
+	s.endRun(ch, rs, agentrunner.RunAborted, why)
+	return fmt.Sprintf("aborted %s %s", noun(rs.pipeline), runID)
 }
 
 // unqueue takes a queued run out of its pipeline's queue; finish then
@@ -349,4 +358,33 @@ func (c *commandResults) forget(id int64, w chan string) {
 		return
 	}
 	c.waiters[id] = ws
+}
+
+// staleCommand is why a command that a step kind takes (CommandTaker) has
+// nothing to act on: no step run of that kind is open. Empty: the command
+// is not one, or an attempt may still take it.
+func (s *Scheduler) staleCommand(cmd *agentrunner.Command) string {
+	for name, k := range s.opts.Kinds {
+		taker, ok := k.(agentrunner.CommandTaker)
+		if !ok || !taker.Takes(cmd.Kind) {
+			continue
+		}
+		if s.kindOpen(name) {
+			return ""
+		}
+		return taker.Stale(cmd)
+	}
+	return ""
+}
+
+// kindOpen reports whether a step run of a step of kind is open.
+func (s *Scheduler) kindOpen(kind string) bool {
+	for _, rs := range s.runs {
+		for _, ss := range rs.steps {
+			if ss.sr.Status == agentrunner.StepRunOpen && rs.pipeline.Steps[ss.sr.Step].Kind == kind {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -2,6 +2,8 @@ package scheduler
 
 import (
 	"context"
+	"maps"
+	"slices"
 
 	"github.com/agentrunner/agentrunner"
 )
@@ -10,11 +12,34 @@ import (
 // "completed" …), named with its pipeline's noun: the learning loop's
 // runs are cycles, and write cycle.started as they always did.
 func runEvent(p *agentrunner.Pipeline, verb string) string {
-	noun := p.Noun
-	if noun == "" {
-		noun = "run"
+	return noun(p) + "." + verb
+}
+
+// noun is what a pipeline's runs are called: "run", or its Noun.
+func noun(p *agentrunner.Pipeline) string {
+	if p.Noun == "" {
+		return "run"
 	}
-	return noun + "." + verb
+	return p.Noun
+}
+
+// abortSerial applies the loop's abort override, which names no run: it
+// aborts the unfinished run of a serial pipeline (the cycle in flight,
+// running or halted).
+func (s *Scheduler) abortSerial(ch *agentrunner.Change, cmd *agentrunner.Command) string {
+	for _, id := range slices.Sorted(maps.Keys(s.runs)) {
+		rs := s.runs[id]
+		if rs.pipeline.Serial && rs.run.Status != agentrunner.RunQueued {
+			named := *cmd
+			named.Args = maps.Clone(cmd.Args)
+			if named.Args == nil {
+				named.Args = map[string]any{}
+			}
+			named.Args["run"] = id
+			return s.abort(ch, &named)
+		}
+	}
+	return s.ignore(ch, cmd, "no cycle is running")
 }
 
 // moveTo records, on a run of a serial pipeline, the state it moves to

@@ -247,3 +247,16 @@ func (k *Kind) sleep(ctx context.Context, d time.Duration) error {
 	}
 	return ctx.Err()
 }
+
+var _ agentrunner.CommandTaker = (*Kind)(nil)
+
+// Takes reports that the kind's attempts take the Execution Service's
+// status callbacks.
+func (k *Kind) Takes(commandKind string) bool { return commandKind == CommandExecutionStatus }
+
+// Stale is why a callback that came while no execution step ran has
+// nothing to act on: it is late (the step ended on a poll or its timeout)
+// or about no strategy of ours; it must not wait forever.
+func (k *Kind) Stale(cmd *agentrunner.Command) string {
+	return fmt.Sprintf("no strategy is being followed (callback about %v)", cmd.Args["strategy_id"])
+}
