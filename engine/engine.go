@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/agentrunner/agentrunner"
 	"github.com/agentrunner/agentrunner/config"
@@ -67,8 +68,10 @@ type Engine struct {
 	store agentrunner.Store
 	clock agentrunner.Clock
 	log   *slog.Logger
-	// sched runs every pipeline on its schedule (Run).
-	sched *scheduler.Scheduler
+	// sched runs every pipeline on its schedule (Run); active is the one
+	// running now (sched, or RunOnce's), which Wake wakes.
+	sched  *scheduler.Scheduler
+	active atomic.Pointer[scheduler.Scheduler]
 	// cfgMu guards ws, cfg and boxes, which a reload replaces.
 	cfgMu sync.RWMutex
 	ws    *workspace.Workspace
@@ -206,13 +209,18 @@ func (e *Engine) Scheduler() *scheduler.Scheduler { return e.sched }
 // nil, leaving running steps to be resumed by the next start. Any other
 // error means the engine cannot go on (the store failed) and the process
 // should exit so a supervisor restarts it.
-func (e *Engine) Run(ctx context.Context) error { return e.sched.Run(ctx) }
+func (e *Engine) Run(ctx context.Context) error {
+	e.active.Store(e.sched)
+	return e.sched.Run(ctx)
+}
 
 // Wake makes the engine look at new commands at once (an operator's
 // override, an Execution Service callback) instead of at its next poll:
 // the API calls it after writing a command.
 func (e *Engine) Wake() {
-	e.sched.Wake()
+	if s := e.active.Load(); s != nil {
+		s.Wake()
+	}
 	e.callbacks.wake()
 }
 

@@ -81,9 +81,7 @@ func TestSkipUsesTheLastGoodArtifact(t *testing.T) {
 	f := newFixture(t, execsvc.MockOptions{}, func(c *config.Config) { c.Escalation.Policy = config.PolicySkip })
 	first := f.runOnce(f.engine())
 	e := f.engine()
-	if _, err := e.waitForSchedule(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	f.toNextCycle()
 	f.fail("research", fourCrashes...)
 	c := f.runOnce(e)
 	if c.Status != agentrunner.CycleCompleted {
@@ -130,7 +128,7 @@ func TestHaltIgnoresAFallback(t *testing.T) {
 	f := newFixture(t, execsvc.MockOptions{}, nil)
 	f.runOnce(f.engine())
 	e := f.engine()
-	e.waitForSchedule(context.Background())
+	f.toNextCycle()
 	f.fail("research", fourCrashes...)
 	if c := f.runOnce(e); c.Status != agentrunner.CycleHalted {
 		t.Fatalf("cycle %s, want halted", c.Status)

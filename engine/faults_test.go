@@ -48,15 +48,12 @@ func TestFaultInjection(t *testing.T) {
 		faults[fault]++
 		return fault
 	}})
-	e := f.engine()
-	e.runtimes["mock"] = rt
+	e := f.engineWith(func(o *Options) { o.Runtimes["mock"] = rt })
 	ctx := context.Background()
 	resumes, skips := 0, 0
 	for i := 0; i < 50; i++ {
 		if i > 0 {
-			if _, err := e.waitForSchedule(ctx); err != nil {
-				t.Fatal(err)
-			}
+			f.toNextCycle()
 		}
 		c := f.runOnce(e)
 		for tries := 0; c.Status == agentrunner.CycleHalted; tries++ {

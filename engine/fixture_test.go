@@ -100,6 +100,12 @@ func (f *fixture) fail(step string, faults ...mock.Fault) {
 // build it.
 func (f *fixture) engine() *Engine {
 	f.t.Helper()
+	return f.engineWith(nil)
+}
+
+// engineWith returns a new engine on the fixture with its options edited.
+func (f *fixture) engineWith(edit func(*Options)) *Engine {
+	f.t.Helper()
 	now := func() time.Time { return f.clock.Now().Add(f.skew) }
 	rt := mock.New(mock.Options{Now: now, Fault: func(inv *agentrunner.Invocation) mock.Fault {
 		if f.onRun != nil {
@@ -116,7 +122,7 @@ func (f *fixture) engine() *Engine {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	e, err := New(Options{
+	opts := Options{
 		Workspace: f.ws, Store: f.store, Exec: exec, Clock: f.clock, Reload: f.reload,
 		Runtimes: map[string]agentrunner.Runtime{"mock": rt},
 		OnEvent: func(ev *agentrunner.Event) {
@@ -124,7 +130,11 @@ func (f *fixture) engine() *Engine {
 			f.events = append(f.events, ev)
 			f.mu.Unlock()
 		},
-	})
+	}
+	if edit != nil {
+		edit(&opts)
+	}
+	e, err := New(opts)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -185,4 +195,86 @@ func files(t *testing.T, dir string) []string {
 		out = append(out, e.Name())
 	}
 	return out
+}
+
+// toNextCycle moves the clock to when the next cycle is due, as the
+// scheduler's wait for it would.
+func (f *fixture) toNextCycle() {
+	f.t.Helper()
+	cs, err := f.store.Cycles(context.Background(), agentrunner.CycleFilter{Pipeline: f.ws.Config.Name, Limit: 1})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var last *agentrunner.Cycle
+	if len(cs) > 0 {
+		last = cs[0]
+	}
+	if wait := NextStart(f.ws.Config.Schedule, last, f.clock.Now()).Sub(f.clock.Now()); wait > 0 {
+		f.clock.Advance(wait)
+	}
+}
+
+// command stores an operator's command, as the API does, and wakes e.
+func (f *fixture) command(e *Engine, kind, operator string, args map[string]any) *agentrunner.Command {
+	f.t.Helper()
+	cmd := &agentrunner.Command{Kind: kind, Operator: operator, Args: args, CreatedAt: f.clock.Now()}
+	if err := f.store.AddCommand(context.Background(), cmd); err != nil {
+		f.t.Fatal(err)
+	}
+	if e != nil {
+		e.Wake()
+	}
+	return cmd
+}
+
+// audit returns "kind:result" of every command, oldest first.
+func (f *fixture) audit() []string {
+	f.t.Helper()
+	cmds, err := f.store.Commands(context.Background(), agentrunner.CommandFilter{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var out []string
+	for i := len(cmds) - 1; i >= 0; i-- {
+		out = append(out, cmds[i].Kind+":"+cmds[i].Result)
+	}
+	return out
+}
+
+// runAsync runs RunOnce in the background; the returned func waits for it.
+func (f *fixture) runAsync(e *Engine) func() *agentrunner.Cycle {
+	type result struct {
+		c   *agentrunner.Cycle
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		c, err := e.RunOnce(context.Background())
+		done <- result{c, err}
+	}()
+	return func() *agentrunner.Cycle {
+		f.t.Helper()
+		select {
+		case r := <-done:
+			if r.err != nil {
+				f.t.Fatalf("RunOnce: %v", r.err)
+			}
+			return r.c
+		case <-time.After(30 * time.Second):
+			f.t.Fatal("the engine did not finish")
+			return nil
+		}
+	}
+}
+
+// waitFor polls cond (real time, short) until it holds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }

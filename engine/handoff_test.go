@@ -38,8 +38,7 @@ func (l lostAnswer) Submit(ctx context.Context, key string, s execsvc.Submission
 func crashMidHandOff(t *testing.T, f *fixture, reaches bool) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	e := f.engine()
-	e.exec = lostAnswer{ExecutionService: e.exec, reaches: reaches, cancel: cancel}
+	e := f.engineWith(func(o *Options) { o.Exec = lostAnswer{ExecutionService: o.Exec, reaches: reaches, cancel: cancel} })
 	if _, err := e.RunOnce(ctx); !errors.Is(err, context.Canceled) {
 		t.Fatalf("RunOnce: %v, want it stopped during the hand-off", err)
 	}
@@ -156,9 +155,8 @@ func (f flakyExec) Submit(ctx context.Context, key string, s execsvc.Submission)
 func TestAmbiguousHandOffWaitsForTheService(t *testing.T) {
 	f := newFixture(t, execsvc.MockOptions{}, nil)
 	crashMidHandOff(t, f, true)
-	e := f.engine()
 	down := 1
-	e.exec = flakyExec{ExecutionService: e.exec, n: &down}
+	e := f.engineWith(func(o *Options) { o.Exec = flakyExec{ExecutionService: o.Exec, n: &down} })
 	c := f.runOnce(e)
 	if c.Status != agentrunner.CycleCompleted {
 		t.Fatalf("cycle %s: %q, want completed", c.Status, c.Error)
@@ -195,8 +193,7 @@ func (s windowlessStore) OutboxMessage(ctx context.Context, key string) (*agentr
 func TestResendOfAWindowlessMessageCarriesTheWindow(t *testing.T) {
 	f := newFixture(t, execsvc.MockOptions{}, nil)
 	crashMidHandOff(t, f, false)
-	e := f.engine()
-	e.store = windowlessStore{e.store}
+	e := f.engineWith(func(o *Options) { o.Store = windowlessStore{o.Store} })
 	c := f.runOnce(e)
 	if c.Status != agentrunner.CycleHalted || !strings.Contains(c.Error, "strategy expired") {
 		t.Fatalf("cycle %s: %q, want halted: expired", c.Status, c.Error)

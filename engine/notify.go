@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/scheduler"
 	"github.com/agentrunner/agentrunner/webhook"
 )
 
@@ -66,4 +67,11 @@ const (
 	EventSkipped = "step.skipped"
 	EventResumed = "cycle.resumed"
 	EventForced  = "cycle.forced"
+	// EventEscalation: a step failed for good and its policy applies.
+	EventEscalation = "escalation"
+	// Operators' overrides (FR-162..167).
+	EventPaused         = "loop.paused"
+	EventUnpaused       = "loop.resumed"
+	EventInjected       = "mailbox.injected"
+	EventCommandIgnored = scheduler.EventCommandIgnored
 )

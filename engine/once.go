@@ -4,15 +4,10 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/agentrunner/agentrunner"
-	"github.com/agentrunner/agentrunner/scheduler"
 )
-
-// onceOperator is who starts the cycle of run --once in the audit log.
-const onceOperator = "run --once"
 
 // RunOnce runs one cycle of the learning loop to its end: the unfinished
 // one if there is one, else a new one started now, whatever the schedule
@@ -69,11 +64,12 @@ func (e *Engine) drive(ctx context.Context, loop string, c *agentrunner.Cycle) (
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	done := make(chan error, 1)
+	e.active.Store(sched)
 	go func() { done <- sched.Run(ctx) }()
 	id := ""
 	if c != nil {
 		id = c.ID
-	} else if id, err = e.startCycle(ctx, sched, loop); err != nil {
+	} else if id, err = sched.Start(ctx, loop); err != nil {
 		stop()
 		<-done
 		return nil, err
@@ -86,25 +82,6 @@ func (e *Engine) drive(ctx context.Context, loop string, c *agentrunner.Cycle) (
 		return nil, err
 	}
 	return e.store.Cycle(context.WithoutCancel(ctx), id)
-}
-
-// startCycle starts a cycle of the loop through the scheduler and
-// returns its id.
-func (e *Engine) startCycle(ctx context.Context, sched *scheduler.Scheduler, loop string) (string, error) {
-	cmd := &agentrunner.Command{Kind: agentrunner.CommandStartRun, Operator: onceOperator, Args: map[string]any{"pipeline": loop}, CreatedAt: e.clock.Now()}
-	if err := e.store.AddCommand(ctx, cmd); err != nil {
-		return "", err
-	}
-	sched.Wake()
-	result, err := sched.Await(ctx, cmd.ID)
-	if err != nil {
-		return "", err
-	}
-	id, ok := strings.CutPrefix(result, "started run ")
-	if !ok {
-		return "", errors.New("starting a cycle: " + result)
-	}
-	return id, nil
 }
 
 // setEnded sets the function told of every committed event (nil: none).

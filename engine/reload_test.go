@@ -152,8 +152,7 @@ func TestReloadRefusesWhatNeedsARestart(t *testing.T) {
 // TestReloadWithoutALoader: an engine that cannot reload says so.
 func TestReloadWithoutALoader(t *testing.T) {
 	f := newFixture(t, execsvc.MockOptions{}, nil)
-	e := f.engine()
-	e.reloadFn = nil
+	e := f.engineWith(func(o *Options) { o.Reload = nil })
 	f.command(nil, agentrunner.CommandReload, "root", nil)
 	f.runOnce(e)
 	if got := f.audit(); len(got) != 1 || got[0] != "reload:ignored: this runner cannot reload its configuration" {

@@ -194,3 +194,41 @@ func (s *Scheduler) schedules(ctx context.Context) error {
 	}
 	return nil
 }
+
+// startRequest asks the loop for a run of a pipeline (Start); reply gets
+// its id once the run is committed.
+type startRequest struct {
+	pipeline string
+	id       string
+	reply    chan string
+}
+
+// Start starts a run of the named pipeline, without inputs, and returns
+// its id once it is committed (queued behind max_concurrent_runs, or
+// running). It is for the runner itself (run --once); operators start
+// runs with a command, which the audit log keeps. It fails when ctx ends
+// or the scheduler stops first.
+func (s *Scheduler) Start(ctx context.Context, pipeline string) (string, error) {
+	if s.opts.Pipelines[pipeline] == nil {
+		return "", agentrunner.Errorf(agentrunner.ENOTFOUND, "no pipeline %q", pipeline)
+	}
+	req := &startRequest{pipeline: pipeline, reply: make(chan string, 1)}
+	select {
+	case s.starts <- req:
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+	select {
+	case id := <-req.reply:
+		return id, nil
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+// start starts the run a Start asked for, in the current batch.
+func (s *Scheduler) start(ctx context.Context, req *startRequest) error {
+	id, err := s.startRun(ctx, s.batch.change(), s.opts.Pipelines[req.pipeline], nil, "")
+	req.id = id
+	return err
+}

@@ -94,6 +94,8 @@ type Scheduler struct {
 	stats   struct{ transitions, commits atomic.Int64 }
 	running atomic.Bool
 	awaited *commandResults
+	// starts are runs asked for by Start, handled by the loop.
+	starts chan *startRequest
 	// The fields below belong to the goroutine of Run.
 	runs     map[string]*runState
 	queued   map[string][]*runState // by pipeline, oldest first
@@ -122,7 +124,7 @@ func New(opts Options) (*Scheduler, error) {
 	}
 	s := &Scheduler{
 		opts: opts, store: opts.Store, clock: opts.Clock, log: opts.Logger,
-		labels: map[*agentrunner.Step]*route.Extractor{}, wake: make(chan struct{}, 1), awaited: newCommandResults(), timed: map[*stepState]*runState{}, due: map[string]time.Time{},
+		labels: map[*agentrunner.Step]*route.Extractor{}, wake: make(chan struct{}, 1), starts: make(chan *startRequest), awaited: newCommandResults(), timed: map[*stepState]*runState{}, due: map[string]time.Time{},
 		runs: map[string]*runState{}, queued: map[string][]*runState{}, active: map[string]int{},
 	}
 	for _, name := range slices.Sorted(maps.Keys(opts.Pipelines)) {
@@ -218,6 +220,7 @@ func (s *Scheduler) loop(ctx, workCtx context.Context) error {
 	for {
 		s.dispatch(workCtx)
 		var first *result
+		var req *startRequest
 		if !commandsDue {
 			timer, stop := s.nextTimer()
 			select {
@@ -227,6 +230,7 @@ func (s *Scheduler) loop(ctx, workCtx context.Context) error {
 			case first = <-s.results:
 			case <-s.wake:
 				commandsDue = true
+			case req = <-s.starts:
 			case <-timer:
 				commandsDue = true // the poll, and due backoffs and gates
 			}
@@ -237,6 +241,11 @@ func (s *Scheduler) loop(ctx, workCtx context.Context) error {
 			s.handle(first)
 		}
 		s.drain()
+		if req != nil {
+			if err := s.start(ctx, req); err != nil {
+				return err
+			}
+		}
 		if commandsDue {
 			if err := s.commands(ctx); err != nil {
 				return err
@@ -249,6 +258,9 @@ func (s *Scheduler) loop(ctx, workCtx context.Context) error {
 		}
 		if err := s.commit(ctx); err != nil {
 			return err
+		}
+		if req != nil {
+			req.reply <- req.id
 		}
 	}
 }
