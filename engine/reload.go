@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/agentrunner/agentrunner/config"
-	"github.com/agentrunner/agentrunner/scheduler"
 	"github.com/agentrunner/agentrunner/mailbox"
+	"github.com/agentrunner/agentrunner/scheduler"
 	"go.yaml.in/yaml/v3"
 )
 

@@ -214,11 +214,11 @@ func toolSecrets(cfg *config.Config, lookupEnv func(string) (string, bool)) []st
 // runner is a workspace opened for running: locked, with its store, its
 // tools and its engine.
 type runner struct {
-	ws     *workspace.Workspace
-	store  *sqlite.Store
-	lock   *workspace.Lock
-	box    *toolbox.Box
-	tools  *tool.Executor
+	ws    *workspace.Workspace
+	store *sqlite.Store
+	lock  *workspace.Lock
+	box   *toolbox.Box
+	tools *tool.Executor
 	// engine runs every pipeline of the workspace.
 	engine *engine.Engine
 	// es is the Execution Service, nil when none is configured.
