@@ -108,8 +108,8 @@ func TestValidConfigGetsDefaults(t *testing.T) {
 	if w := (Policy{Backoff: []time.Duration{1, 2}}); w.Wait(1) != 1 || w.Wait(2) != 2 || w.Wait(7) != 2 || w.Wait(0) != 0 {
 		t.Error("Policy.Wait does not repeat the last backoff")
 	}
-	if m, err := c.Machine(); err != nil || len(m.Steps()) != 4 {
-		t.Errorf("Machine: %v", err)
+	if steps := c.LoopSteps(); len(steps) != 4 {
+		t.Errorf("LoopSteps = %v, want 4 steps", steps)
 	}
 	if c.Abs("x/y") != c.Dir+"/x/y" || c.Abs("/abs") != "/abs" {
 		t.Error("Abs does not resolve against the config directory")
@@ -220,7 +220,7 @@ func TestValidationReportsEveryProblem(t *testing.T) {
 		}},
 		{"loop in the graph", func(s string) string {
 			return strings.Replace(s, "next: end, validity", "next: plan, validity", 1)
-		}, []string{`agentrunner.yaml:26:1: pipeline: step "plan" is reached twice in one cycle: a loop within a cycle needs a cap, which this pipeline kind does not have`}},
+		}, []string{`agentrunner.yaml:26:1: pipeline: step "plan" is reached twice in one cycle: a loop within a cycle needs a cap, which the learning loop's chain does not have (graphs under pipelines: do: max_visits)`}},
 		{"input read before it is produced", func(s string) string {
 			return strings.Replace(s, "{memory: plan}", "{artifact: s.json}", 1)
 		}, []string{`agentrunner.yaml:14:10: agents.plan.inputs[0].artifact: "s.json" is not produced by a step before "plan"`}},

@@ -169,6 +169,10 @@ func TestGraphShapes(t *testing.T) {
 			}},
 	}
 	got := c.Graphs()
+	if got[c.Name] == nil || !got[c.Name].Serial {
+		t.Errorf("Graphs lacks the learning loop %s beside the graphs", c.Name)
+	}
+	delete(got, c.Name)
 	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(agentrunner.Step{}, "Config"), cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("Graphs (-want +got):\n%s", diff)
 	}
@@ -182,8 +186,8 @@ func TestGraphShapes(t *testing.T) {
 	if every := c.Pipelines["review"].Schedule.Every.D(); every != time.Hour {
 		t.Errorf("review's schedule.every = %v, want 1h", every)
 	}
-	if m, err := c.Machine(); err != nil || !slices.Equal(m.Steps(), []string{"write"}) {
-		t.Errorf("the learning loop's pipeline: beside the graphs: %v, %v", m, err)
+	if steps := c.LoopSteps(); !slices.Equal(steps, []string{"write"}) {
+		t.Errorf("the learning loop's pipeline: beside the graphs: %v", steps)
 	}
 }
 
@@ -200,22 +204,30 @@ func TestGraphsOnly(t *testing.T) {
 }
 
 // TestLearningLoopUnchanged: the shipped learning loop, written with
-// pipeline:, loads as before: a chain for the loop engine and no graph.
+// pipeline:, loads as before, and is one pipeline of Graphs: a chain of
+// serial runs called cycles, on its schedule and time bounds.
 func TestLearningLoopUnchanged(t *testing.T) {
 	c, err := Load("../examples/crypton/agentrunner.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Graphs()) != 0 || len(c.Pipelines) != 0 {
-		t.Errorf("Graphs = %v, want none", c.Graphs())
-	}
-	m, err := c.Machine()
-	if err != nil {
-		t.Fatal(err)
+	if got := slices.Sorted(maps.Keys(c.Graphs())); !slices.Equal(got, []string{c.Name}) || len(c.Pipelines) != 0 {
+		t.Errorf("Graphs = %v, want the loop alone", got)
 	}
 	want := []string{"plan", "research", "analyze", "synthesize", "execute", "evaluate"}
-	if diff := cmp.Diff(want, m.Steps()); diff != "" {
+	if diff := cmp.Diff(want, c.LoopSteps()); diff != "" {
 		t.Errorf("steps (-want +got):\n%s", diff)
+	}
+	loop := c.Loop()
+	if !loop.Serial || loop.Noun != "cycle" || loop.RunID != agentrunner.RunIDTimestamp || loop.MaxConcurrentRuns != 1 ||
+		loop.Every != 6*time.Hour || loop.MaxDuration != c.Schedule.MaxCycle.D() || loop.Final != "evaluate" {
+		t.Errorf("loop pipeline: %+v", loop)
+	}
+	if p := loop.Steps["research"].OnFailure; p != agentrunner.FailurePolicy(c.Escalation.Policy) {
+		t.Errorf("research's failure policy %q, want escalation.policy %q", p, c.Escalation.Policy)
+	}
+	if loop.Steps["evaluate"].Next != agentrunner.EndStep || loop.Steps["execute"].Kind != agentrunner.KindExecution {
+		t.Errorf("steps: evaluate %+v, execute %+v", loop.Steps["evaluate"], loop.Steps["execute"])
 	}
 	if c.Pipeline.Name != c.Name {
 		t.Errorf("pipeline: is named %q, want the workspace's name %q", c.Pipeline.Name, c.Name)

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentrunner/agentrunner/statemachine"
 )
 
 // namePattern is what agent, step and provider names must look like: they
@@ -547,7 +546,6 @@ func (v *validator) pipeline() {
 			v.add("pipeline."+k, "applies to pipelines under pipelines: only; the learning loop's cycles have timestamp ids, run one at a time and follow schedule:")
 		}
 	}
-	next := map[string]string{}
 	for _, id := range slices.Sorted(maps.Keys(p.Steps)) {
 		s := p.Steps[id]
 		key := "pipeline.steps." + id
@@ -558,13 +556,8 @@ func (v *validator) pipeline() {
 			v.add(key, "is empty")
 			continue
 		}
-		switch s.Next {
-		case "":
+		if s.Next == "" {
 			v.add(key+".next", `is required: a step name or "end"`)
-		case EndStep:
-			next[id] = statemachine.End
-		default:
-			next[id] = s.Next
 		}
 		v.retries(key+".retries", s.Retries)
 		if s.OnFailure != "" && !slices.Contains(policies, s.OnFailure) {
@@ -598,17 +591,18 @@ func (v *validator) pipeline() {
 	if len(v.problems) > 0 || p.Start == "" {
 		return // the graph check below would only repeat what is already said
 	}
-	m, err := statemachine.New(p.Start, next)
-	if err != nil {
-		v.add("pipeline", "%v", err)
+	if again := c.chainLoop(); again != "" {
+		v.add("pipeline", "step %q is reached twice in one cycle: a loop within a cycle needs a cap, which the learning loop's chain does not have (graphs under pipelines: do: max_visits)", again)
 		return
 	}
-	if p.Final != "" {
-		if _, err := m.WithFinal(p.Final); err != nil {
-			v.add("pipeline.final", "%v", err)
-		}
+	before := len(v.problems)
+	v.checkGraph("pipeline", c.Loop())
+	if p.Final != "" && p.Steps[p.Final] == nil {
+		v.add("pipeline.final", "final step %q is not a step", p.Final)
 	}
-	v.dataflow(m.Steps())
+	if len(v.problems) == before {
+		v.dataflow(c.LoopSteps())
+	}
 }
 
 // agentStep checks an agent step's agent.
@@ -729,20 +723,29 @@ func (v *validator) executionService() {
 	}
 }
 
-// Machine returns the state machine of the pipeline graph. The graph was
-// checked by Load, so only a Config built by hand can make it fail.
-func (c *Config) Machine() (*statemachine.Machine, error) {
-	next := map[string]string{}
-	for id, s := range c.Pipeline.Steps {
-		if s.Next == EndStep {
-			next[id] = statemachine.End
-		} else {
-			next[id] = s.Next
+// chainLoop returns the first step the learning loop's chain reaches
+// twice from its start, "" if none.
+func (c *Config) chainLoop() string {
+	seen := map[string]bool{}
+	for id := c.Pipeline.Start; id != EndStep && c.Pipeline.Steps[id] != nil; id = c.Pipeline.Steps[id].Next {
+		if seen[id] {
+			return id
 		}
+		seen[id] = true
 	}
-	m, err := statemachine.New(c.Pipeline.Start, next)
-	if err != nil || c.Pipeline.Final == "" {
-		return m, err
+	return ""
+}
+
+// LoopSteps returns the steps of the learning loop's pipeline in the
+// order a cycle runs them, from its start along next; nil without a loop.
+// The chain was checked by Load: a Config built by hand that loops is
+// walked once around.
+func (c *Config) LoopSteps() []string {
+	var order []string
+	seen := map[string]bool{}
+	for id := c.Pipeline.Start; id != EndStep && c.Pipeline.Steps[id] != nil && !seen[id]; id = c.Pipeline.Steps[id].Next {
+		seen[id] = true
+		order = append(order, id)
 	}
-	return m.WithFinal(c.Pipeline.Final)
+	return order
 }

@@ -17,16 +17,12 @@ import (
 
 	"github.com/agentrunner/agentrunner/artifact"
 	"github.com/agentrunner/agentrunner/config"
-	"github.com/agentrunner/agentrunner/statemachine"
 )
 
 // Workspace is a loaded configuration with its files.
 type Workspace struct {
 	Config *config.Config
 	Layout Layout
-	// Machine is the learning loop's state machine; nil in a workspace of
-	// graphs only (pipelines:, run by the graph scheduler).
-	Machine *statemachine.Machine
 	// Agents holds each agent's loaded files, by agent name.
 	Agents map[string]*Agent
 	// Tools holds each tool's tools.md section, by tool name.
@@ -115,13 +111,6 @@ func Load(cfg *config.Config) (*Workspace, error) {
 		}
 	}
 	l.deliveries(w)
-	// A configuration that failed validation still gets its files checked
-	// (validate reports everything at once); its graph may be broken.
-	if cfg.HasLoop() {
-		if w.Machine, err = cfg.Machine(); err != nil {
-			l.add("pipeline", "%v", err)
-		}
-	}
 	if len(l.problems) > 0 {
 		return nil, l.problems
 	}

@@ -122,7 +122,7 @@ func TestLoadShippedExample(t *testing.T) {
 	if want := filepath.Join(dir, "artifacts"); ws.Layout.Root != want {
 		t.Errorf("Layout.Root = %s, want %s", ws.Layout.Root, want)
 	}
-	if diff := cmp.Diff([]string{"plan", "research", "analyze", "synthesize", "execute", "evaluate"}, ws.Machine.Steps()); diff != "" {
+	if diff := cmp.Diff([]string{"plan", "research", "analyze", "synthesize", "execute", "evaluate"}, ws.Config.LoopSteps()); diff != "" {
 		t.Errorf("step order (-want +got):\n%s", diff)
 	}
 	if p := ws.Producer("strategy.json"); p == nil || p.Name != "synthesis" {

@@ -77,8 +77,8 @@ template and JSON Schema, and reports every problem it finds. Exit status 1 if a
 				return failureError(once)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s is valid: %d agents", path, len(ws.Agents))
-			if ws.Machine != nil {
-				fmt.Fprintf(cmd.OutOrStdout(), ", pipeline %s → end", strings.Join(ws.Machine.Steps(), " → "))
+			if cfg.HasLoop() {
+				fmt.Fprintf(cmd.OutOrStdout(), ", pipeline %s → end", strings.Join(cfg.LoopSteps(), " → "))
 			}
 			for _, name := range slices.Sorted(maps.Keys(cfg.Pipelines)) {
 				fmt.Fprintf(cmd.OutOrStdout(), ", pipeline %s (%d steps, from %s)", name, len(cfg.Pipelines[name].Steps), cfg.Pipelines[name].Start)
