@@ -177,7 +177,11 @@ func (v *validator) graphPipeline(name string, p *Pipeline) {
 	if len(v.problems) > before {
 		return // the graph check would only repeat what is already said
 	}
-	v.checkGraph(key, c.graph(name, p))
+	g := c.graph(name, p)
+	v.checkGraph(key, g)
+	if len(v.problems) == before {
+		v.parallelWriters(key, g)
+	}
 }
 
 // graphSettings checks the keys of a pipeline under pipelines: other

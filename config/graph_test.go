@@ -104,6 +104,9 @@ func TestGraphFaults(t *testing.T) {
 			`testdata/graphs/step-keys/agentrunner.yaml:29:11: pipelines.p.steps.h.kind: unknown step kind "judge" (supported: agent, gate)`,
 			`testdata/graphs/step-keys/agentrunner.yaml:30:56: pipelines.p.steps.i.on_cap.gate: step "a" is not a gate (kind: gate); use {to: a} to go to another kind of step`,
 		}},
+		{"parallel-writers", []string{
+			`testdata/graphs/parallel-writers/agentrunner.yaml:16:7: pipelines.p.steps.papers: step papers writes "notes.md", which step web also writes on a parallel branch of lead: they may run at once and overwrite each other; give each branch its own artifact`,
+		}},
 		{"input-not-produced", []string{
 			`testdata/graphs/input-not-produced/agentrunner.yaml:14:11: pipelines.p.steps.b.agent: agent b reads "notes.md", which no step of the pipeline produces`,
 		}},
@@ -140,32 +143,32 @@ func TestGraphShapes(t *testing.T) {
 	five := agentrunner.RetryPolicy{Max: 5, Backoff: def.Backoff}
 	want := map[string]*agentrunner.Pipeline{
 		"review": {Name: "review", Start: "draft", RunID: agentrunner.RunIDDateSeq, MaxConcurrentRuns: 50, Every: time.Hour,
-			InputSchemaPath: c.Abs("inputs.schema.json"), Where: at("22"),
+			InputSchemaPath: c.Abs("inputs.schema.json"), Where: at("25"),
 			Steps: map[string]*agentrunner.Step{
-				"draft": {ID: "draft", Kind: "agent", Next: "review", Retry: def, Timeout: 10 * time.Minute, Where: at("29")},
+				"draft": {ID: "draft", Kind: "agent", Next: "review", Retry: def, Timeout: 10 * time.Minute, Where: at("32")},
 				"review": {ID: "review", Kind: "agent", Label: &agentrunner.LabelSource{Pointer: "/verdict"},
 					Routes:    []agentrunner.Route{{When: "APPROVE", To: "end"}, {To: "fix", Otherwise: true}},
-					MaxVisits: 3, OnCap: agentrunner.CapAction{To: "escalate"}, Retry: def, Timeout: 5 * time.Minute, Where: at("30")},
+					MaxVisits: 3, OnCap: agentrunner.CapAction{To: "escalate"}, Retry: def, Timeout: 5 * time.Minute, Where: at("33")},
 				"fix": {ID: "fix", Kind: "agent", Next: "review", MaxVisits: 3, OnCap: agentrunner.CapAction{Halt: true},
-					Retry: noRetry, Timeout: 2 * time.Minute, Where: at("38")},
+					Retry: noRetry, Timeout: 2 * time.Minute, Where: at("41")},
 				"escalate": {ID: "escalate", Kind: "gate", Routes: []agentrunner.Route{{When: "approve", To: "end"}, {When: "reject", To: "end"}},
-					Gate: &agentrunner.GateSpec{Timeout: 24 * time.Hour, Default: agentrunner.DecisionReject}, Retry: def, Timeout: 10 * time.Minute, Where: at("43")},
+					Gate: &agentrunner.GateSpec{Timeout: 24 * time.Hour, Default: agentrunner.DecisionReject}, Retry: def, Timeout: 10 * time.Minute, Where: at("46")},
 			}},
-		"research": {Name: "research", Start: "lead", RunID: agentrunner.RunIDSeq, Where: at("49"),
+		"research": {Name: "research", Start: "lead", RunID: agentrunner.RunIDSeq, Where: at("52"),
 			Steps: map[string]*agentrunner.Step{
-				"lead":   {ID: "lead", Kind: "agent", Then: []string{"web", "papers", "code"}, Retry: def, Timeout: 10 * time.Minute, Where: at("52")},
-				"web":    {ID: "web", Kind: "agent", Next: "merge", Retry: def, Timeout: 10 * time.Minute, Where: at("53")},
-				"papers": {ID: "papers", Kind: "agent", Next: "merge", Retry: five, Timeout: 10 * time.Minute, Where: at("54")},
-				"code":   {ID: "code", Kind: "agent", Next: "merge", Retry: def, Timeout: 10 * time.Minute, Where: at("55")},
-				"merge":  {ID: "merge", Kind: "agent", Join: agentrunner.JoinAll, Next: "end", Retry: def, Timeout: 10 * time.Minute, Where: at("56")},
+				"lead":   {ID: "lead", Kind: "agent", Then: []string{"web", "papers", "code"}, Retry: def, Timeout: 10 * time.Minute, Where: at("55")},
+				"web":    {ID: "web", Kind: "agent", Next: "merge", Retry: def, Timeout: 10 * time.Minute, Where: at("56")},
+				"papers": {ID: "papers", Kind: "agent", Next: "merge", Retry: five, Timeout: 10 * time.Minute, Where: at("57")},
+				"code":   {ID: "code", Kind: "agent", Next: "merge", Retry: def, Timeout: 10 * time.Minute, Where: at("58")},
+				"merge":  {ID: "merge", Kind: "agent", Join: agentrunner.JoinAll, Next: "end", Retry: def, Timeout: 10 * time.Minute, Where: at("59")},
 			}},
-		"signal": {Name: "signal", Start: "route", RunID: agentrunner.RunIDSeq, Where: at("57"),
+		"signal": {Name: "signal", Start: "route", RunID: agentrunner.RunIDSeq, Where: at("60"),
 			Steps: map[string]*agentrunner.Step{
 				"route": {ID: "route", Kind: "agent", Label: &agentrunner.LabelSource{Parser: "signal"},
 					Routes:    []agentrunner.Route{{When: "WRITE", To: "write"}, {When: "REVIEW", To: "check"}, {When: "STOP", To: "end"}},
-					MaxVisits: 10, OnCap: agentrunner.CapAction{Halt: true}, Retry: def, Timeout: 10 * time.Minute, Where: at("60")},
-				"write": {ID: "write", Kind: "agent", Next: "route", MaxVisits: 10, OnCap: agentrunner.CapAction{Halt: true}, Retry: def, Timeout: 10 * time.Minute, Where: at("69")},
-				"check": {ID: "check", Kind: "agent", Next: "route", MaxVisits: 10, OnCap: agentrunner.CapAction{To: "write"}, Retry: def, Timeout: 5 * time.Minute, Where: at("70")},
+					MaxVisits: 10, OnCap: agentrunner.CapAction{Halt: true}, Retry: def, Timeout: 10 * time.Minute, Where: at("63")},
+				"write": {ID: "write", Kind: "agent", Next: "route", MaxVisits: 10, OnCap: agentrunner.CapAction{Halt: true}, Retry: def, Timeout: 10 * time.Minute, Where: at("72")},
+				"check": {ID: "check", Kind: "agent", Next: "route", MaxVisits: 10, OnCap: agentrunner.CapAction{To: "write"}, Retry: def, Timeout: 5 * time.Minute, Where: at("73")},
 			}},
 	}
 	got := c.Graphs()
