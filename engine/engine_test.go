@@ -433,10 +433,16 @@ type cancelAfterSubmit struct {
 	cancel func()
 }
 
+// Submit hands the strategy over, then stops the runner before it can
+// learn the answer: the call returns only once the runner stops its
+// attempts, as if the process had died there.
 func (c cancelAfterSubmit) Submit(ctx context.Context, key string, s execsvc.Submission) (*execsvc.Receipt, error) {
-	r, err := c.ExecutionService.Submit(ctx, key, s)
+	if _, err := c.ExecutionService.Submit(ctx, key, s); err != nil {
+		return nil, err
+	}
 	c.cancel()
-	return r, err
+	<-ctx.Done()
+	return nil, ctx.Err()
 }
 
 // TestExecutionOutcomes: an execution error or timeout still leads to the
