@@ -241,9 +241,9 @@ func (v *validator) graphStep(pkey string, p *Pipeline, id string) {
 	case StepGate:
 		v.gateStep(key, s)
 	case StepExecution:
-		v.add(key+".kind", "execution steps run in the learning loop's pipeline: only, for now; under pipelines: a step is an agent or a gate")
+		v.executionStep(key, s)
 	default:
-		v.add(key+".kind", "unknown step kind %q (supported: agent, gate)", s.Kind)
+		v.add(key+".kind", "unknown step kind %q (supported: agent, execution, gate)", s.Kind)
 	}
 	v.retries(key+".retries", s.Retries)
 	if s.OnFailure != "" && !slices.Contains(policies, s.OnFailure) {
@@ -364,6 +364,9 @@ func (v *validator) graphInputs(key string, p *Pipeline) {
 		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(p.Steps)) {
+		if s := p.Steps[id]; s != nil && s.Kind == StepExecution && s.Artifact != "" && !produced[s.Artifact] {
+			v.add(key+".steps."+id+".artifact", "%q is not produced by a step of the pipeline", s.Artifact)
+		}
 		a := v.stepAgent(p.Steps[id])
 		if a == nil {
 			continue

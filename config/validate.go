@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
 )
 
 // namePattern is what agent, step and provider names must look like: they
@@ -570,19 +569,7 @@ func (v *validator) pipeline() {
 		case StepGate:
 			v.add(key+".kind", "gate steps run in graphs, and pipeline: is the learning loop, a chain: move the pipeline under pipelines: (pipelines: {NAME: {start, steps}}) to use gates")
 		case StepExecution:
-			if s.Agent != "" {
-				v.add(key+".agent", "an execution step runs no agent")
-			}
-			if s.Artifact == "" {
-				v.add(key+".artifact", "is required: the artifact handed to the Execution Service")
-			} else if filepath.Ext(s.Artifact) != ".json" {
-				v.add(key+".artifact", "must be a JSON artifact, got %q", s.Artifact)
-			}
-			for _, ptr := range []struct{ k, v string }{{"from", s.Validity.From}, {"until", s.Validity.Until}} {
-				if ptr.v != "" && !strings.HasPrefix(ptr.v, "/") {
-					v.add(key+".validity."+ptr.k, "must be a JSON pointer such as /validity/valid_until, got %q", ptr.v)
-				}
-			}
+			v.executionStep(key, s)
 		default:
 			v.add(key+".kind", "unknown step kind %q (supported: agent, execution)", s.Kind)
 		}
@@ -602,6 +589,24 @@ func (v *validator) pipeline() {
 	}
 	if len(v.problems) == before {
 		v.dataflow(c.LoopSteps())
+	}
+}
+
+// executionStep checks an execution step: the JSON artifact it hands to
+// the Execution Service, and where its validity window is read.
+func (v *validator) executionStep(key string, s *Step) {
+	if s.Agent != "" {
+		v.add(key+".agent", "an execution step runs no agent")
+	}
+	if s.Artifact == "" {
+		v.add(key+".artifact", "is required: the artifact handed to the Execution Service")
+	} else if filepath.Ext(s.Artifact) != ".json" {
+		v.add(key+".artifact", "must be a JSON artifact, got %q", s.Artifact)
+	}
+	for _, ptr := range []struct{ k, v string }{{"from", s.Validity.From}, {"until", s.Validity.Until}} {
+		if ptr.v != "" && !strings.HasPrefix(ptr.v, "/") {
+			v.add(key+".validity."+ptr.k, "must be a JSON pointer such as /validity/valid_until, got %q", ptr.v)
+		}
 	}
 }
 
@@ -694,17 +699,33 @@ func (v *validator) dataflow(order []string) {
 	}
 }
 
-func (v *validator) executionService() {
-	es := v.c.ExecutionService
-	needed := false
-	for _, s := range v.c.Pipeline.Steps {
-		if s != nil && s.Kind == StepExecution {
-			needed = true
+// executionStep is the configuration key of the first execution step of
+// the workspace's pipelines, "" if none has one.
+func (c *Config) executionStep() string {
+	for _, id := range slices.Sorted(maps.Keys(c.Pipeline.Steps)) {
+		if s := c.Pipeline.Steps[id]; s != nil && s.Kind == StepExecution {
+			return "pipeline.steps." + id
 		}
 	}
+	for _, name := range slices.Sorted(maps.Keys(c.Pipelines)) {
+		p := c.Pipelines[name]
+		if p == nil {
+			continue
+		}
+		for _, id := range slices.Sorted(maps.Keys(p.Steps)) {
+			if s := p.Steps[id]; s != nil && s.Kind == StepExecution {
+				return "pipelines." + name + ".steps." + id
+			}
+		}
+	}
+	return ""
+}
+
+func (v *validator) executionService() {
+	es := v.c.ExecutionService
 	if es.URL == "" {
-		if needed {
-			v.add("execution_service.url", "is required: the pipeline has an execution step")
+		if key := v.c.executionStep(); key != "" {
+			v.add(key, "an execution step hands its artifact to the Execution Service: set execution_service.url")
 		}
 	} else if u, err := url.Parse(es.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		v.add("execution_service.url", "want an http or https URL, got %q", es.URL)
