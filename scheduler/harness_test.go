@@ -36,6 +36,8 @@ type scriptKind struct {
 	running, peak int
 	// delay is how long each attempt takes.
 	delay time.Duration
+	// seen, if set, is called with each attempt as it starts.
+	seen func(a *agentrunner.StepAttempt)
 }
 
 func (k *scriptKind) Run(ctx context.Context, a *agentrunner.StepAttempt) (*agentrunner.StepResult, error) {
@@ -47,6 +49,9 @@ func (k *scriptKind) Run(ctx context.Context, a *agentrunner.StepAttempt) (*agen
 	block := k.block[a.Step.ID]
 	k.mu.Unlock()
 	defer func() { k.mu.Lock(); k.running--; k.mu.Unlock() }()
+	if k.seen != nil {
+		k.seen(a)
+	}
 	if block {
 		<-ctx.Done()
 		return nil, agentrunner.Fail(agentrunner.ClassCrash, "stopped: %v", context.Cause(ctx))

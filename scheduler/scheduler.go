@@ -109,6 +109,10 @@ type Scheduler struct {
 	due       map[string]time.Time
 	batch     *batch
 	stopping  bool
+
+	// bounds are the running runs that have a deadline (MaxDuration), with
+	// it; see deadline.go.
+	bounds map[*runState]time.Time
 }
 
 // New checks the options and returns a scheduler.
@@ -240,6 +244,7 @@ func (s *Scheduler) loop(ctx, workCtx context.Context) error {
 			commandsDue = false
 		}
 		s.timers()
+		s.overdueRuns()
 		if err := s.schedules(ctx); err != nil {
 			return err
 		}
@@ -278,6 +283,7 @@ func (s *Scheduler) nextTimer() (<-chan time.Time, func()) {
 	for _, at := range s.due {
 		wait = min(wait, at.Sub(now))
 	}
+	wait = s.untilOverdue(now, wait)
 	wait = max(wait, 0)
 	if _, real := s.clock.(agentrunner.SystemClock); real {
 		t := time.NewTimer(wait)

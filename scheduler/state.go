@@ -16,6 +16,8 @@ type runState struct {
 	steps    map[string]*stepState
 	visits   map[string]int
 	attempts map[string]int
+	// forced: the run ran out of time and was forced to its final step.
+	forced bool
 }
 
 func newRunState(r *agentrunner.Run, p *agentrunner.Pipeline) *runState {
