@@ -134,6 +134,7 @@ func TestAnOverdueRunIsForcedToItsFinalStep(t *testing.T) {
 			p.Noun = tt.noun
 			h := newHarness(t, k, p, probe())
 			h.clock = clock
+			h.poll = 24 * time.Hour // only the run's deadline wakes the scheduler
 			h.run()
 			id := h.startRun("bounded", nil)
 			waitCalls(t, k, 1)

@@ -94,6 +94,7 @@ type harness struct {
 	clock     agentrunner.Clock
 	maxAtt    int
 	maxInt    int
+	poll      time.Duration
 }
 
 func newHarness(t *testing.T, kind *scriptKind, ps ...*agentrunner.Pipeline) *harness {
@@ -118,7 +119,7 @@ func (h *harness) run() {
 		h.stop()
 	}
 	s, err := scheduler.New(scheduler.Options{
-		Store: h.store, Pipelines: h.pipelines, Clock: h.clock, MaxAttempts: h.maxAtt, MaxInterruptions: h.maxInt,
+		Store: h.store, Pipelines: h.pipelines, Clock: h.clock, MaxAttempts: h.maxAtt, MaxInterruptions: h.maxInt, Poll: h.poll,
 		Kinds:  map[string]agentrunner.StepKind{"script": h.kind, agentrunner.KindGate: &gate.Kind{Notify: true}},
 		RunDir: func(p, id string) string { return filepath.Join(h.dir, "runs", p, id) },
 		AttemptDir: func(runID, step string, n int) string {
