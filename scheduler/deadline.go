@@ -18,9 +18,9 @@ import (
 // what the run has. With no Final step, or when the Final step itself
 // fails after the deadline, the run fails.
 
-// EventForced is the suffix of the event of a run forced to its final
-// step: "run.forced", or "cycle.forced" for a pipeline whose noun is cycle.
-const EventForced = "forced"
+// EventRunForced is the event of a run forced to its final step; a
+// pipeline whose runs are cycles (Noun) writes cycle.forced.
+const EventRunForced = "run.forced"
 
 // runDeadline is when a run is due to end; zero when its pipeline has no
 // bound.
@@ -185,7 +185,7 @@ func (s *Scheduler) force(ch *agentrunner.Change, rs *runState, from []string, w
 	if len(from) == 1 {
 		step = from[0]
 	}
-	s.event(ch, rs, step, noun(p)+"."+EventForced, agentrunner.LevelWarn, map[string]any{"from": strings.Join(from, ","), "to": st.ID, "why": why})
+	s.event(ch, rs, step, noun(p)+strings.TrimPrefix(EventRunForced, "run"), agentrunner.LevelWarn, map[string]any{"from": strings.Join(from, ","), "to": st.ID, "why": why})
 	s.batch.transitions++
 	s.startStepRun(ch, rs, ss)
 }

@@ -125,7 +125,7 @@ func TestAnAttemptTimeoutIsCutToWhatIsLeftOfTheRunButTheFinalStepsIsNot(t *testi
 }
 
 func TestAnOverdueRunIsForcedToItsFinalStep(t *testing.T) {
-	for _, tt := range []struct{ noun, event string }{{"", "run.forced"}, {"cycle", "cycle.forced"}} {
+	for _, tt := range []struct{ noun, event string }{{"", scheduler.EventRunForced}, {"cycle", "cycle.forced"}} {
 		t.Run(tt.event, func(t *testing.T) {
 			clock := &manualClock{now: time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)}
 			log := &attemptLog{}
