@@ -217,29 +217,6 @@ func TestAFinalStepThatFailsAfterTheDeadlineFailsTheRun(t *testing.T) {
 	checkInvariants(t, h)
 }
 
-func TestAStepThatFailsAfterTheDeadlineForcesTheRunWithoutARetry(t *testing.T) {
-	clock := &manualClock{now: time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)}
-	k := &scriptKind{fail: func(a *agentrunner.StepAttempt) error {
-		if a.Step.ID == "work" {
-			clock.Advance(time.Hour) // the step fails as the run's hour ends
-			return agentrunner.Fail(agentrunner.ClassTimeout, "work timed out")
-		}
-		return nil
-	}}
-	h := newHarness(t, k, bounded("judge"))
-	h.clock = clock
-	h.run()
-	id := h.startRun("bounded", nil)
-	r, srs := h.waitDone(id)
-	if r.Status != agentrunner.RunCompleted || describe(sortByOpened(srs)) != "work#1:failed judge#1:succeeded" {
-		t.Fatalf("run is %s (%q): %s; want completed, work failed, judge succeeded", r.Status, r.Error, describe(sortByOpened(srs)))
-	}
-	if atts, _ := attemptsOf(t, h, id); len(atts) != 2 {
-		t.Errorf("attempts %v, want work#1 (no retry) and judge#1", atts)
-	}
-	checkInvariants(t, h)
-}
-
 func TestARunOverdueOnRestartIsForcedAtOnce(t *testing.T) {
 	clock := &manualClock{now: time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)}
 	k := &scriptKind{block: map[string]bool{"work": true}}
