@@ -244,9 +244,10 @@ type Output struct {
 type Pipeline struct {
 	Start string           `yaml:"start"`
 	Steps map[string]*Step `yaml:"steps"`
-	// Final is the step a cycle that outlives schedule.max_cycle is forced
-	// to, with what it has (FR-007); empty: such a cycle fails. Learning
-	// loop only.
+	// Final is the step a run that outlives its time bound is forced to,
+	// with what it has (FR-007): the learning loop's cycle that outlives
+	// schedule.max_cycle, a run of pipelines: that outlives max_duration;
+	// empty: such a run fails.
 	Final string `yaml:"final"`
 
 	// The keys below apply to pipelines: only.
@@ -259,6 +260,9 @@ type Pipeline struct {
 	InputsSchema string `yaml:"inputs_schema"`
 	// Schedule, if set, starts a run every interval.
 	Schedule *PipelineSchedule `yaml:"schedule"`
+	// MaxDuration, if set, bounds a run: once it is overdue, its
+	// unfinished steps are cut short and it is forced to Final.
+	MaxDuration Duration `yaml:"max_duration"`
 
 	// Name is the pipeline's key in pipelines, or the workspace's name.
 	Name string `yaml:"-"`

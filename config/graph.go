@@ -23,7 +23,7 @@ const DefaultRunID = agentrunner.RunIDSeq
 var graphStepKeys = []string{"routes", "label", "then", "join", "max_visits", "on_cap", "gate"}
 
 // graphPipelineKeys are the pipeline keys of pipelines: only.
-var graphPipelineKeys = []string{"run_id", "max_concurrent_runs", "inputs_schema", "schedule"}
+var graphPipelineKeys = []string{"run_id", "max_concurrent_runs", "inputs_schema", "schedule", "max_duration"}
 
 // Graphs returns the root Pipeline of every pipeline of the workspace, by
 // name, for the scheduler: the learning loop's (Loop) under the
@@ -72,6 +72,7 @@ func (c *Config) graph(name string, p *Pipeline) *agentrunner.Pipeline {
 		Name: name, Start: p.Start, Steps: map[string]*agentrunner.Step{},
 		RunID: agentrunner.RunIDFormat(p.RunID), MaxConcurrentRuns: p.MaxConcurrentRuns,
 		InputSchemaPath: c.Abs(p.InputsSchema), Where: fileLine(c.Where(key)),
+		MaxDuration: p.MaxDuration.D(), Final: p.Final,
 	}
 	if p.Schedule != nil {
 		g.Every = p.Schedule.Every.D()
@@ -187,9 +188,7 @@ func (v *validator) graphPipeline(name string, p *Pipeline) {
 // graphSettings checks the keys of a pipeline under pipelines: other
 // than its steps.
 func (v *validator) graphSettings(key string, p *Pipeline) {
-	if v.c.given(key + ".final") {
-		v.add(key+".final", "final applies to the learning loop's pipeline: only")
-	}
+	v.timeBound(key, p)
 	if !slices.Contains(runIDFormats, p.RunID) {
 		v.add(key+".run_id", "unknown run id format %q (supported: %s)", p.RunID, strings.Join(runIDFormats, ", "))
 	}
@@ -198,6 +197,21 @@ func (v *validator) graphSettings(key string, p *Pipeline) {
 	}
 	if p.Schedule != nil && p.Schedule.Every <= 0 {
 		v.add(key+".schedule.every", "must be positive: the time from one run's start to the next one's")
+	}
+}
+
+// timeBound checks max_duration and final: a positive bound, and a final
+// step of the pipeline that an overdue run is forced to.
+func (v *validator) timeBound(key string, p *Pipeline) {
+	if v.c.given(key+".max_duration") && p.MaxDuration <= 0 {
+		v.add(key+".max_duration", "must be positive: the longest a run may last before it is forced to its final step (leave it out for no bound)")
+	}
+	switch {
+	case p.Final == "":
+	case p.Steps[p.Final] == nil:
+		v.add(key+".final", "%q is not a step of the pipeline", p.Final)
+	case p.MaxDuration <= 0:
+		v.add(key+".final", "final is the step a run that outlives max_duration is forced to: set max_duration with it")
 	}
 }
 

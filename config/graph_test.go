@@ -76,6 +76,7 @@ func TestGraphFaults(t *testing.T) {
 		{"graph-keys-in-pipeline", []string{
 			`testdata/graphs/graph-keys-in-pipeline/agentrunner.yaml:10:3: pipeline.run_id: applies to pipelines under pipelines: only; the learning loop's cycles have timestamp ids, run one at a time and follow schedule:`,
 			`testdata/graphs/graph-keys-in-pipeline/agentrunner.yaml:11:3: pipeline.schedule: applies to pipelines under pipelines: only; the learning loop's cycles have timestamp ids, run one at a time and follow schedule:`,
+			`testdata/graphs/graph-keys-in-pipeline/agentrunner.yaml:20:3: pipeline.max_duration: applies to pipelines under pipelines: only; the learning loop's cycles have timestamp ids, run one at a time and follow schedule:`,
 			`testdata/graphs/graph-keys-in-pipeline/agentrunner.yaml:19:15: pipeline.steps.approve.kind: gate steps run in graphs, and pipeline: is the learning loop, a chain: move the pipeline under pipelines: (pipelines: {NAME: {start, steps}}) to use gates`,
 			`testdata/graphs/graph-keys-in-pipeline/agentrunner.yaml:17:7: pipeline.steps.review.routes: routes is a key of graphs, and pipeline: is the learning loop, a chain: move the pipeline under pipelines: (pipelines: {NAME: {start, steps}}) to use it`,
 			`testdata/graphs/graph-keys-in-pipeline/agentrunner.yaml:16:7: pipeline.steps.review.label: label is a key of graphs, and pipeline: is the learning loop, a chain: move the pipeline under pipelines: (pipelines: {NAME: {start, steps}}) to use it`,
@@ -86,7 +87,7 @@ func TestGraphFaults(t *testing.T) {
 			`testdata/graphs/on-cap-word/agentrunner.yaml:13:55: pipelines.p.steps.b.on_cap: want halt, {to: STEP} or {gate: STEP}, got a list`,
 		}},
 		{"step-keys", []string{
-			`testdata/graphs/step-keys/agentrunner.yaml:14:5: pipelines.p.final: final applies to the learning loop's pipeline: only`,
+			`testdata/graphs/step-keys/agentrunner.yaml:14:5: pipelines.p.final: final is the step a run that outlives max_duration is forced to: set max_duration with it`,
 			`testdata/graphs/step-keys/agentrunner.yaml:11:5: pipelines.p.run_id: unknown run id format "uuid" (supported: timestamp, date-seq, seq)`,
 			`testdata/graphs/step-keys/agentrunner.yaml:12:5: pipelines.p.max_concurrent_runs: must not be negative (0: no bound), got -1`,
 			`testdata/graphs/step-keys/agentrunner.yaml:13:16: pipelines.p.schedule.every: must be positive: the time from one run's start to the next one's`,
@@ -107,6 +108,10 @@ func TestGraphFaults(t *testing.T) {
 		}},
 		{"parallel-writers", []string{
 			`testdata/graphs/parallel-writers/agentrunner.yaml:16:7: pipelines.p.steps.papers: step papers writes "notes.md", which step web also writes on a parallel branch of lead: they may run at once and overwrite each other; give each branch its own artifact`,
+		}},
+		{"time-bound", []string{
+			`testdata/graphs/time-bound/agentrunner.yaml:9:5: pipelines.p.max_duration: must be positive: the longest a run may last before it is forced to its final step (leave it out for no bound)`,
+			`testdata/graphs/time-bound/agentrunner.yaml:10:5: pipelines.p.final: "z" is not a step of the pipeline`,
 		}},
 		{"input-not-produced", []string{
 			`testdata/graphs/input-not-produced/agentrunner.yaml:14:11: pipelines.p.steps.b.agent: agent b reads "notes.md", which no step of the pipeline produces`,
@@ -282,6 +287,8 @@ const graphDoc = `pipelines:
     run_id: timestamp
     max_concurrent_runs: 2
     schedule: {every: 30m}
+    max_duration: 6h
+    final: join
     steps:
       draft: {agent: strategist, then: [check, report]}
       check:
@@ -308,6 +315,9 @@ func TestParseGraphs(t *testing.T) {
 	}
 	if got := c.Graphs()["review"].Steps["check"].OnCap; got != (agentrunner.CapAction{To: "decide"}) {
 		t.Errorf("check's on_cap = %+v, want to decide", got)
+	}
+	if g := c.Graphs()["review"]; g.MaxDuration != 6*time.Hour || g.Final != "join" {
+		t.Errorf("max_duration %s, final %q; want 6h and join", g.MaxDuration, g.Final)
 	}
 }
 

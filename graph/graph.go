@@ -211,7 +211,8 @@ func (t *tarjan) visit(id string) {
 	t.comps = append(t.comps, comp)
 }
 
-// reachable returns the steps a run can reach from the start.
+// reachable returns the steps a run can reach from the start, or from the
+// final step an overdue run is forced to.
 func reachable(p *agentrunner.Pipeline) map[string]bool {
 	seen := map[string]bool{}
 	if p.Steps[p.Start] == nil {
@@ -219,6 +220,10 @@ func reachable(p *agentrunner.Pipeline) map[string]bool {
 	}
 	queue := []string{p.Start}
 	seen[p.Start] = true
+	if p.Steps[p.Final] != nil && !seen[p.Final] {
+		queue = append(queue, p.Final)
+		seen[p.Final] = true
+	}
 	for len(queue) > 0 {
 		id := queue[0]
 		queue = queue[1:]

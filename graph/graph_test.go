@@ -3,6 +3,7 @@ package graph
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/agentrunner/agentrunner"
 	"github.com/google/go-cmp/cmp"
@@ -150,6 +151,18 @@ func TestCyclic(t *testing.T) {
 
 func TestCheckAcceptsTheShapes(t *testing.T) {
 	if err := Check(loop()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCheckAcceptsAFinalStepOnlyAnOverdueRunReaches: no edge needs to lead
+// to the final step, which a run that outlives its max duration is forced
+// to.
+func TestCheckAcceptsAFinalStepOnlyAnOverdueRunReaches(t *testing.T) {
+	p := loop()
+	p.Steps["wrapup"] = &agentrunner.Step{ID: "wrapup", Kind: agentrunner.KindAgent, Next: "end", Where: "p.yaml:9"}
+	p.Final, p.MaxDuration = "wrapup", time.Hour
+	if err := Check(p); err != nil {
 		t.Fatal(err)
 	}
 }

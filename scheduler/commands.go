@@ -268,8 +268,9 @@ func (s *Scheduler) startWorker(ctx context.Context, t *task) {
 	st := t.rs.pipeline.Steps[t.att.Step]
 	ctx, cancel := context.WithCancel(ctx)
 	t.ss.cancel = cancel
+	timeout, late := s.attemptBound(t) // cut to what is left of the run
 	a := &agentrunner.StepAttempt{
-		Run: t.rs.run, Step: st, StepRun: t.ss.sr, Attempt: t.att, Dir: t.att.Dir, RunDir: t.rs.run.Dir, Timeout: st.Timeout,
+		Run: t.rs.run, Step: st, StepRun: t.ss.sr, Attempt: t.att, Dir: t.att.Dir, RunDir: t.rs.run.Dir, Timeout: timeout, Late: late,
 	}
 	sr, run, att := *t.ss.sr, *t.rs.run, *t.att // the worker's own copies
 	a.StepRun, a.Run, a.Attempt = &sr, &run, &att
@@ -277,9 +278,9 @@ func (s *Scheduler) startWorker(ctx context.Context, t *task) {
 	s.workers.Add(1)
 	go func() {
 		defer s.workers.Done()
-		if st.Timeout > 0 {
+		if timeout > 0 {
 			var stop context.CancelFunc
-			ctx, stop = context.WithTimeout(ctx, st.Timeout)
+			ctx, stop = context.WithTimeout(ctx, timeout)
 			defer stop()
 		}
 		res, err := kind.Run(ctx, a)
@@ -287,7 +288,7 @@ func (s *Scheduler) startWorker(ctx context.Context, t *task) {
 			err = agentrunner.Fail(agentrunner.ClassInternal, "step kind %s returned no result", st.Kind)
 		}
 		if err != nil && ctx.Err() == context.DeadlineExceeded && agentrunner.ClassOf(err) != agentrunner.ClassTimeout {
-			err = agentrunner.Fail(agentrunner.ClassTimeout, "attempt timed out after %s: %v", st.Timeout, err)
+			err = agentrunner.Fail(agentrunner.ClassTimeout, "attempt timed out after %s: %v", timeout, err)
 		}
 		// Never blocks: the channel has a place for every slot.
 		s.results <- &result{task: *t, res: res, err: err}

@@ -36,6 +36,8 @@ type scriptKind struct {
 	running, peak int
 	// delay is how long each attempt takes.
 	delay time.Duration
+	// seen, if set, is called with each attempt as it starts.
+	seen func(a *agentrunner.StepAttempt)
 }
 
 func (k *scriptKind) Run(ctx context.Context, a *agentrunner.StepAttempt) (*agentrunner.StepResult, error) {
@@ -47,6 +49,9 @@ func (k *scriptKind) Run(ctx context.Context, a *agentrunner.StepAttempt) (*agen
 	block := k.block[a.Step.ID]
 	k.mu.Unlock()
 	defer func() { k.mu.Lock(); k.running--; k.mu.Unlock() }()
+	if k.seen != nil {
+		k.seen(a)
+	}
 	if block {
 		<-ctx.Done()
 		return nil, agentrunner.Fail(agentrunner.ClassCrash, "stopped: %v", context.Cause(ctx))
@@ -89,6 +94,7 @@ type harness struct {
 	clock     agentrunner.Clock
 	maxAtt    int
 	maxInt    int
+	poll      time.Duration
 }
 
 func newHarness(t *testing.T, kind *scriptKind, ps ...*agentrunner.Pipeline) *harness {
@@ -113,7 +119,7 @@ func (h *harness) run() {
 		h.stop()
 	}
 	s, err := scheduler.New(scheduler.Options{
-		Store: h.store, Pipelines: h.pipelines, Clock: h.clock, MaxAttempts: h.maxAtt, MaxInterruptions: h.maxInt,
+		Store: h.store, Pipelines: h.pipelines, Clock: h.clock, MaxAttempts: h.maxAtt, MaxInterruptions: h.maxInt, Poll: h.poll,
 		Kinds:  map[string]agentrunner.StepKind{"script": h.kind, agentrunner.KindGate: &gate.Kind{Notify: true}},
 		RunDir: func(p, id string) string { return filepath.Join(h.dir, "runs", p, id) },
 		AttemptDir: func(runID, step string, n int) string {

@@ -56,6 +56,7 @@ func (s *Scheduler) begin(ch *agentrunner.Change, rs *runState) {
 	r.Status = agentrunner.RunRunning
 	rs.run = &r
 	s.active[r.Pipeline]++
+	s.bound(rs)
 	// The directory is a view of the run, not its record: it is made
 	// without an fsync, and a step kind makes it again if a crash lost it.
 	if err := os.MkdirAll(r.Dir, 0o755); err != nil {
@@ -127,7 +128,9 @@ func (s *Scheduler) load(ctx context.Context, r *agentrunner.Run, p *agentrunner
 		}
 	}
 	ch := s.batch.change()
-	for _, key := range slices.Sorted(maps.Keys(rs.steps)) {
+	keys := slices.Sorted(maps.Keys(rs.steps))
+	s.resumeBound(ch, rs) // an overdue run is forced before anything runs again
+	for _, key := range keys {
 		s.resumeStepRun(ch, rs, rs.steps[key])
 	}
 	s.settle(ch, rs)
@@ -166,7 +169,8 @@ func (s *Scheduler) resumeStepRun(ch *agentrunner.Change, rs *runState, ss *step
 // schedules starts a run of each scheduled pipeline whose time has come:
 // every p.Every from the start of its newest run, the first one at once.
 // A run that is still going does not hold the next one back, but
-// max_concurrent_runs queues it.
+// max_concurrent_runs queues it; while a run of it is still queued, none
+// is added behind it (the due time moves on), so runs do not pile up.
 func (s *Scheduler) schedules(ctx context.Context) error {
 	now := s.clock.Now()
 	for _, p := range s.scheduled {
@@ -184,6 +188,10 @@ func (s *Scheduler) schedules(ctx context.Context) error {
 		}
 		if at.After(now) {
 			s.due[name] = at
+			continue
+		}
+		if len(s.queued[name]) > 0 {
+			s.due[name] = now.Add(p.Every)
 			continue
 		}
 		ch := s.batch.change()

@@ -115,6 +115,10 @@ type Scheduler struct {
 	due       map[string]time.Time
 	batch     *batch
 	stopping  bool
+
+	// bounds are the running runs that have a deadline (MaxDuration), with
+	// it; see deadline.go.
+	bounds map[*runState]time.Time
 }
 
 // New checks the options and returns a scheduler.
@@ -253,6 +257,7 @@ func (s *Scheduler) loop(ctx, workCtx context.Context) error {
 			commandsDue = false
 		}
 		s.timers()
+		s.overdueRuns()
 		if err := s.schedules(ctx); err != nil {
 			return err
 		}
@@ -333,6 +338,9 @@ func (s *Scheduler) nextDue() (time.Time, bool) {
 	}
 	for _, at := range s.due {
 		earliest(at)
+	}
+	for _, d := range s.bounds {
+		earliest(d) // a run's deadline
 	}
 	return due, !due.IsZero()
 }

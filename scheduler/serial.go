@@ -15,14 +15,6 @@ func runEvent(p *agentrunner.Pipeline, verb string) string {
 	return noun(p) + "." + verb
 }
 
-// noun is what a pipeline's runs are called: "run", or its Noun.
-func noun(p *agentrunner.Pipeline) string {
-	if p.Noun == "" {
-		return "run"
-	}
-	return p.Noun
-}
-
 // abortSerial applies the loop's abort override, which names no run: it
 // aborts the unfinished run of a serial pipeline (the cycle in flight,
 // running or halted).

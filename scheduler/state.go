@@ -18,6 +18,8 @@ type runState struct {
 	attempts map[string]int
 	// state is where a run of a serial pipeline is (see moveTo).
 	state agentrunner.State
+	// forced: the run ran out of time and was forced to its final step.
+	forced bool
 }
 
 func newRunState(r *agentrunner.Run, p *agentrunner.Pipeline) *runState {

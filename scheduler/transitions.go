@@ -292,6 +292,9 @@ func reason(err error) string {
 // failAttempt records a failed attempt, then retries the step run when
 // its class and policy allow, or fails it and its run.
 func (s *Scheduler) failAttempt(ch *agentrunner.Change, rs *runState, ss *stepState, cause error, res *agentrunner.StepResult) {
+	if s.lateFailure(ch, rs, ss, cause, res) {
+		return // the run is out of time: no retry (deadline.go)
+	}
 	st := rs.pipeline.Steps[ss.sr.Step]
 	att := ss.att
 	s.closeAttempt(ch, rs, ss, agentrunner.AttemptFailed, res, cause)
