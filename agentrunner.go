@@ -468,6 +468,16 @@ type Clock interface {
 	After(d time.Duration) <-chan time.Time
 }
 
+// SteppedClock is a test clock whose time moves only when someone waits
+// on it: After moves it forward at once. Waiting on it while an attempt
+// works would make the attempt's time jump, so the scheduler waits on it
+// only when no attempt runs: time stands still while an attempt works, as
+// it would for a step that takes no time.
+type SteppedClock interface {
+	Clock
+	Stepped()
+}
+
 // SystemClock is the real time.
 type SystemClock struct{}
 

@@ -286,14 +286,14 @@ func (s *Scheduler) drain() {
 // nextTimer returns a channel that fires at the next due time: the poll,
 // or earlier a backoff's or a gate's end.
 //
-// The poll is real time: commands come from other processes (the CLI) in
-// real time. Due times are on the scheduler's clock. A clock other than
-// the system's is a test's, whose time moves only when someone waits on
-// it: the scheduler waits on it only when no attempt runs, so time stands
-// still while an attempt works, as it would for a step that takes no time.
+// On the system clock, and on a SteppedClock, the poll is real time:
+// commands come from other processes (the CLI) in real time. Due times
+// are on the scheduler's clock. A SteppedClock is waited on only when no
+// attempt runs.
 func (s *Scheduler) nextTimer() (<-chan time.Time, func()) {
-	_, real := s.clock.(agentrunner.SystemClock)
-	if !real {
+	switch s.clock.(type) {
+	case agentrunner.SystemClock:
+	case agentrunner.SteppedClock:
 		poll := time.NewTimer(s.opts.Poll)
 		due, ok := s.nextDue()
 		if !ok || s.slots < s.opts.MaxAttempts {
@@ -310,13 +310,20 @@ func (s *Scheduler) nextTimer() (<-chan time.Time, func()) {
 			}
 		}()
 		return fired, func() { poll.Stop(); close(stopped) }
+	default: // a test's clock with timers of its own: poll on it too
+		return s.clock.After(max(s.untilDue(), 0)), func() {}
 	}
+	t := time.NewTimer(max(s.untilDue(), 0))
+	return t.C, func() { t.Stop() }
+}
+
+// untilDue is the time until the poll, or sooner what is due.
+func (s *Scheduler) untilDue() time.Duration {
 	wait := s.opts.Poll
 	if due, ok := s.nextDue(); ok {
 		wait = min(wait, due.Sub(s.clock.Now()))
 	}
-	t := time.NewTimer(max(wait, 0))
-	return t.C, func() { t.Stop() }
+	return wait
 }
 
 // nextDue is the earliest time something is due: a backoff's end, a

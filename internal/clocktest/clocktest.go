@@ -57,3 +57,7 @@ func (c *Clock) Waits() []time.Duration {
 	defer c.mu.Unlock()
 	return append([]time.Duration(nil), c.waits...)
 }
+
+// Stepped marks the clock as one whose time moves when it is waited on
+// (agentrunner.SteppedClock).
+func (c *Clock) Stepped() {}
