@@ -288,7 +288,7 @@ func reason(err error) string {
 }
 
 // failAttempt records a failed attempt, then retries the step run when
-// its class and policy allow, or fails it and its run.
+// its class and policy allow, or escalates it as its step's OnFailure says.
 func (s *Scheduler) failAttempt(ch *agentrunner.Change, rs *runState, ss *stepState, cause error, res *agentrunner.StepResult) {
 	st := rs.pipeline.Steps[ss.sr.Step]
 	att := ss.att
@@ -314,9 +314,7 @@ func (s *Scheduler) failAttempt(ch *agentrunner.Change, rs *runState, ss *stepSt
 		s.newAttempt(ch, rs, ss, notBefore, base)
 		return
 	}
-	ss.sr.Status, ss.sr.EndedAt, ss.sr.Error = agentrunner.StepRunFailed, s.clock.Now(), reason(cause)
-	s.putStepRun(ch, ss)
-	s.endRun(ch, rs, agentrunner.RunFailed, fmt.Sprintf("step %s (visit %d) failed: %s", ss.sr.Step, ss.sr.Visit, reason(cause)))
+	s.escalate(ch, rs, ss, cause)
 }
 
 // wait puts a gate's step run in wait for a decision.
@@ -384,7 +382,7 @@ func (s *Scheduler) endRun(ch *agentrunner.Change, rs *runState, status agentrun
 	ch.Runs = append(ch.Runs, &r)
 	typ, level := map[agentrunner.RunStatus]string{
 		agentrunner.RunCompleted: EventRunCompleted, agentrunner.RunFailed: EventRunFailed,
-		agentrunner.RunHalted: EventRunHalted, agentrunner.RunAborted: EventRunAborted,
+		agentrunner.RunHalted: runEvent(rs.pipeline, "halted"), agentrunner.RunAborted: EventRunAborted,
 	}[status], agentrunner.LevelInfo
 	details := map[string]any{"pipeline": r.Pipeline, "duration_ms": now.Sub(r.StartedAt).Milliseconds()}
 	if why != "" {
