@@ -390,8 +390,12 @@ func buildScheduler(ws *workspace.Workspace, store *sqlite.Store, runtimes map[s
 	if err != nil {
 		return nil, err
 	}
+	var alert func(*agentrunner.Change, webhook.Event)
+	if cfg.Escalation.Webhook.URL != "" {
+		alert = outboxAlert(log)
+	}
 	return scheduler.New(scheduler.Options{
-		Store: store, Pipelines: graphs, Clock: clock, Logger: log, OnEvent: observe,
+		Store: store, Pipelines: graphs, Clock: clock, Logger: log, OnEvent: observe, Alert: alert,
 		MaxAttempts: cfg.Scheduler.MaxConcurrentAttempts, MaxInterruptions: cfg.Scheduler.MaxInterruptions,
 		Kinds: map[string]agentrunner.StepKind{
 			agentrunner.KindAgent: agents,
@@ -400,6 +404,23 @@ func buildScheduler(ws *workspace.Workspace, store *sqlite.Store, runtimes map[s
 		RunDir:     ws.Layout.Run,
 		AttemptDir: ws.Layout.Attempt,
 	})
+}
+
+// outboxAlert adds an operators' webhook notification to the change that
+// records what it is about: the outbox delivers it, signed, with retries.
+// One that breaks the webhook contract is logged and dropped: the event
+// the change records says the same.
+func outboxAlert(log *slog.Logger) func(*agentrunner.Change, webhook.Event) {
+	return func(ch *agentrunner.Change, ev webhook.Event) {
+		body, err := ev.Body()
+		if err != nil {
+			log.Error("building a webhook notification", "id", ev.ID, "error", err)
+			return
+		}
+		ch.Outbox = append(ch.Outbox, &agentrunner.OutboxMessage{
+			Key: ev.ID, Kind: agentrunner.OutboxWebhook, CycleID: ev.CycleID, Payload: body, CreatedAt: ev.Time,
+		})
+	}
 }
 
 // deliverers are how the outbox reaches its receivers: the operators'
