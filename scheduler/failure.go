@@ -64,6 +64,7 @@ func (s *Scheduler) escalate(ch *agentrunner.Change, rs *runState, ss *stepState
 			alert.Policy, alert.Fallback = string(policy), fb.Path
 			s.event(ch, rs, st.ID, EventEscalation, agentrunner.LevelError, details)
 			s.alert(ch, alert)
+			ss.sr.Error = fmt.Sprintf("skipped after %d attempt(s): %s: %s", att.Number, class, why)
 			s.skip(ch, rs, ss, fb, label, targets, details["fallback_run"])
 			return
 		}
@@ -112,8 +113,9 @@ func (s *Scheduler) fallback(rs *runState, ss *stepState) (fb *agentrunner.StepR
 	return fb, label, targets, ""
 }
 
-// skip closes a failed step run as succeeded with a fallback's output and
-// goes on along the step's edges.
+// skip closes a failed step run as succeeded with a fallback's output (its
+// Error says what the fallback stands in for) and goes on along the
+// step's edges.
 func (s *Scheduler) skip(ch *agentrunner.Change, rs *runState, ss *stepState, fb *agentrunner.StepResult, label string, targets []string, fromRun any) {
 	ch.Events = append(ch.Events, fb.Events...)
 	ch.Outbox = append(ch.Outbox, fb.Outbox...)

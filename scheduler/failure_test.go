@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/scheduler"
 	"github.com/agentrunner/agentrunner/webhook"
 )
 
@@ -69,6 +70,14 @@ func chain(policy agentrunner.FailurePolicy) *agentrunner.Pipeline {
 		&agentrunner.Step{ID: "write", Next: "check"},
 		&agentrunner.Step{ID: "check", Next: agentrunner.EndStep, OnFailure: policy, Retry: agentrunner.RetryPolicy{Max: 1}},
 	)}
+}
+
+// check fails when the store breaks the scheduler's invariants.
+func (h *harness) check() {
+	h.t.Helper()
+	if err := scheduler.Check(context.Background(), h.store, h.pipelines); err != nil {
+		h.t.Error(err)
+	}
 }
 
 // events returns the details of the run's events of type typ.
@@ -149,6 +158,7 @@ func TestAHaltedRunResumesWithAFreshRoundOfRetries(t *testing.T) {
 	if r.Status != agentrunner.RunCompleted || describe(srs) != "write#1:succeeded check#1:succeeded" {
 		t.Fatalf("after resume: run %s (%q): %s; want completed", r.Status, r.Error, describe(srs))
 	}
+	h.check()
 	// Attempt 3 fails and is retried: the resume gave a new round of retries.
 	wantAtts := []string{"1:failed:0", "2:failed:0", "3:failed:2", "4:succeeded:2"}
 	if d := cmp.Diff(wantAtts, h.attempts(id, "check")); d != "" {
@@ -276,6 +286,7 @@ func TestAHaltStopsParallelBranchesAndAResumeReopensThem(t *testing.T) {
 	if r.Status != agentrunner.RunHalted || describe(sortByOpened(srs)) != "plan#1:succeeded a#1:failed b#1:canceled" {
 		t.Fatalf("run %s: %s; want halted, a failed, b canceled", r.Status, describe(sortByOpened(srs)))
 	}
+	h.check()
 	k.mu.Lock()
 	k.block = nil
 	k.mu.Unlock()
@@ -286,6 +297,7 @@ func TestAHaltStopsParallelBranchesAndAResumeReopensThem(t *testing.T) {
 	if r.Status != agentrunner.RunCompleted || describe(sortByOpened(srs)) != "plan#1:succeeded a#1:succeeded b#1:succeeded merge#1:succeeded" {
 		t.Fatalf("after resume: run %s (%q): %s", r.Status, r.Error, describe(sortByOpened(srs)))
 	}
+	h.check()
 	if d := cmp.Diff([]string{"1:failed:0", "2:succeeded:1"}, h.attempts(id, "b")); d != "" {
 		t.Errorf("attempts of b (-want +got):\n%s", d)
 	}
@@ -314,6 +326,10 @@ func TestASkippedStepGoesOnWithItsFallback(t *testing.T) {
 	r, srs := h.waitDone(id)
 	if r.Status != agentrunner.RunCompleted || describe(sortByOpened(srs)) != "write#1:succeeded check#1:succeeded[OK] ok#1:succeeded" {
 		t.Fatalf("run %s (%q): %s; want completed through ok", r.Status, r.Error, describe(sortByOpened(srs)))
+	}
+	h.check()
+	if sr := sortByOpened(srs)[1]; sr.Error != "skipped after 1 attempt(s): crash: check crashed on attempt 1" {
+		t.Errorf("the skipped step run's error %q", sr.Error)
 	}
 	esc := h.events(id, "escalation")
 	wantEsc := []map[string]any{{
