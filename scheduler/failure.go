@@ -196,6 +196,9 @@ func (s *Scheduler) resumeRun(ch *agentrunner.Change, rs *runState, cmd *agentru
 		"operator": cmd.Operator, "command": cmd.ID, "step_runs": keys,
 	})
 	for _, ss := range stopped {
+		if rs.run.Status != agentrunner.RunRunning {
+			break // a step the configuration lost since failed the run
+		}
 		s.reopen(ch, rs, ss)
 	}
 	first := stopped[0]

@@ -378,3 +378,21 @@ func TestASkippedStepWithoutAFallbackHalts(t *testing.T) {
 		})
 	}
 }
+
+func TestResumingARunWhoseStepIsNoLongerConfiguredFailsIt(t *testing.T) {
+	k := &scriptKind{fail: (&failing{step: "check", fails: map[int]bool{1: true, 2: true}}).fail}
+	h := newHarness(t, k, chain(agentrunner.HaltRun))
+	h.run()
+	id := h.startRun("chain", nil)
+	h.waitDone(id)
+	h.pipelines["chain"] = &agentrunner.Pipeline{Name: "chain", Start: "write", Steps: steps(&agentrunner.Step{ID: "write", Next: agentrunner.EndStep})}
+	h.run()
+	if res := h.result(agentrunner.CommandResumeRun, map[string]any{"run": id}); res != "resumed run "+id+" at check#1" {
+		t.Fatalf("resume: %q", res)
+	}
+	r, srs := h.waitFor(id, "its end", func(r *agentrunner.Run, _ []*agentrunner.StepRun) bool { return r.Status.Finished() })
+	if r.Status != agentrunner.RunFailed || r.Error != "step check is no longer in pipeline chain" {
+		t.Fatalf("run %s (%q): %s; want failed for the lost step", r.Status, r.Error, describe(srs))
+	}
+	h.check()
+}
