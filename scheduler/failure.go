@@ -24,9 +24,10 @@ const (
 )
 
 // fallbackTimeout bounds how long a Fallbacker may look for a stand-in.
-// It runs on the scheduler's loop: a kind's search reads a few files, which
-// is quick enough not to hold up the other runs for long, and this bound
-// keeps a stuck disk from holding them up for ever.
+// It runs synchronously on the scheduler's loop: a kind's search reads a
+// few files and publishes one (no agent runs), which is quick enough not
+// to hold up the other runs for long, and this bound keeps a slow disk
+// from holding them up for ever.
 const fallbackTimeout = 10 * time.Second
 
 // runEvent names an event about a whole run with the pipeline's noun:

@@ -28,7 +28,8 @@ var _ agentrunner.Fallbacker = (*Kind)(nil)
 // publishes a copy into this run's directory, and delivers the step's
 // messages from it with a note saying so. The result's Path is the
 // earlier artifact it came from; nil, nil when no earlier run has one.
-// It reads files only, no agent runs: the scheduler calls it on its loop.
+// It runs no agent, only reads and writes a few files: the scheduler calls
+// it on its loop, and ctx bounds the search.
 func (k *Kind) Fallback(ctx context.Context, a *agentrunner.StepAttempt) (*agentrunner.StepResult, error) {
 	at := &attempt{k: k, sa: a, res: &agentrunner.StepResult{}}
 	if err := at.resolve(); err != nil {
