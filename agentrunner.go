@@ -301,6 +301,9 @@ const (
 	CommandGateDecision = "gate.decision"
 	// CommandAbortRun ends a run of the graph scheduler (args: run).
 	CommandAbortRun = "run.abort"
+	// CommandResumeRun resumes a halted run of the graph scheduler (args:
+	// run): the step runs the halt stopped run again.
+	CommandResumeRun = "run.resume"
 )
 
 // OverrideKinds are the commands operators give through the API (FR-162).

@@ -284,7 +284,8 @@ type StepRun struct {
 	Output   string
 	OpenedAt time.Time
 	EndedAt  time.Time
-	// Error says why a failed step run failed.
+	// Error says why a failed step run failed; on a succeeded one, the
+	// failure that an earlier output stood in for (SkipStep).
 	Error string
 	// Decision is a gate's decision, once made.
 	Decision *Decision

@@ -91,8 +91,12 @@ func (c *Config) graphStep(key, id string, s *Step) *agentrunner.Step {
 	out := &agentrunner.Step{
 		ID: id, Kind: s.Kind, Next: s.Next, Then: slices.Clone(s.Then),
 		Join: agentrunner.JoinMode(s.Join), MaxVisits: s.MaxVisits,
-		Retry:   agentrunner.RetryPolicy{Max: pol.Max, Backoff: pol.Backoff},
-		Timeout: c.StepTimeout(s), Where: fileLine(c.Where(key)), Config: s,
+		// Not escalation.policy, the loop's default: a graph's step that
+		// fails for good fails its run unless it says otherwise (the zero
+		// value is agentrunner.FailRun).
+		OnFailure: agentrunner.FailurePolicy(s.OnFailure),
+		Retry:     agentrunner.RetryPolicy{Max: pol.Max, Backoff: pol.Backoff},
+		Timeout:   c.StepTimeout(s), Where: fileLine(c.Where(key)), Config: s,
 	}
 	if l := s.Label; l != nil {
 		out.Label = &agentrunner.LabelSource{Pointer: l.Pointer, Section: l.Section, Field: l.Field, Regex: l.Regex, Parser: l.Parser}

@@ -102,6 +102,7 @@ func TestGraphFaults(t *testing.T) {
 			`testdata/graphs/step-keys/agentrunner.yaml:27:16: pipelines.p.steps.g.gate.default: unknown decision "maybe" (supported: approve, reject)`,
 			`testdata/graphs/step-keys/agentrunner.yaml:27:9: pipelines.p.steps.g.gate: set timeout and default together: the decision taken for the operator when the timeout passes`,
 			`testdata/graphs/step-keys/agentrunner.yaml:29:11: pipelines.p.steps.h.kind: unknown step kind "judge" (supported: agent, execution, gate)`,
+			`testdata/graphs/step-keys/agentrunner.yaml:29:35: pipelines.p.steps.h.on_failure: unknown policy "retry" (supported: halt, skip, fail)`,
 			`testdata/graphs/step-keys/agentrunner.yaml:30:56: pipelines.p.steps.i.on_cap.gate: step "a" is not a gate (kind: gate); use {to: a} to go to another kind of step`,
 			`testdata/graphs/step-keys/agentrunner.yaml:23:28: pipelines.p.steps.b.artifact: "c.json" is not produced by a step of the pipeline`,
 			`testdata/graphs/step-keys/agentrunner.yaml:23:7: pipelines.p.steps.b: an execution step hands its artifact to the Execution Service: set execution_service.url`,
@@ -164,9 +165,9 @@ func TestGraphShapes(t *testing.T) {
 			Steps: map[string]*agentrunner.Step{
 				"lead":   {ID: "lead", Kind: "agent", Then: []string{"web", "papers", "code"}, Retry: def, Timeout: 10 * time.Minute, Where: at("55")},
 				"web":    {ID: "web", Kind: "agent", Next: "merge", Retry: def, Timeout: 10 * time.Minute, Where: at("56")},
-				"papers": {ID: "papers", Kind: "agent", Next: "merge", Retry: five, Timeout: 10 * time.Minute, Where: at("57")},
+				"papers": {ID: "papers", Kind: "agent", Next: "merge", Retry: five, OnFailure: agentrunner.SkipStep, Timeout: 10 * time.Minute, Where: at("57")},
 				"code":   {ID: "code", Kind: "agent", Next: "merge", Retry: def, Timeout: 10 * time.Minute, Where: at("58")},
-				"merge":  {ID: "merge", Kind: "agent", Join: agentrunner.JoinAll, Next: "end", Retry: def, Timeout: 10 * time.Minute, Where: at("59")},
+				"merge":  {ID: "merge", Kind: "agent", Join: agentrunner.JoinAll, Next: "end", Retry: def, OnFailure: agentrunner.HaltRun, Timeout: 10 * time.Minute, Where: at("59")},
 			}},
 		"signal": {Name: "signal", Start: "route", RunID: agentrunner.RunIDSeq, Where: at("60"),
 			Steps: map[string]*agentrunner.Step{

@@ -74,6 +74,14 @@ func (c *Client) Decide(ctx context.Context, run, step string, d GateDecision) (
 	return c.command(ctx, []string{"api", "runs", run, "gates", step}, d)
 }
 
+// ResumeRun resumes a halted run: the command the scheduler applies. A
+// run that is not halted is ECONFLICT.
+func (c *Client) ResumeRun(ctx context.Context, run, reason string) (*Command, error) {
+	return c.command(ctx, []string{"api", "runs", run, "resume"}, struct {
+		Reason string `json:"reason,omitempty"`
+	}{reason})
+}
+
 // AbortRun ends a run: the command the scheduler applies.
 func (c *Client) AbortRun(ctx context.Context, run, reason string) (*Command, error) {
 	return c.command(ctx, []string{"api", "runs", run, "abort"}, struct {

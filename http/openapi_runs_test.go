@@ -15,14 +15,15 @@ import (
 
 // apiRuns are the runs of the OpenAPI tests, on a server with a real
 // scheduler over the world's store: one completed, one waiting at its
-// gate, one held at its first step.
+// gate, one held at its first step, one halted.
 type apiRuns struct {
-	srv              *arhttp.Server
-	done, gate, held string
+	srv                      *arhttp.Server
+	done, gate, held, halted string
 }
 
 // apiRunsWorkspace has the pipelines of runtest.LoadPipeline (its inputs
-// an integer n and a boolean hold) and runtest.ReviewPipeline.
+// an integer n and a boolean hold), runtest.ReviewPipeline and
+// runtest.HaltPipeline.
 const apiRunsWorkspace = `version: 1
 name: runs
 defaults: {provider: mock}
@@ -44,6 +45,11 @@ pipelines:
         gate: {timeout: 1h, default: reject}
         routes: [{when: approve, to: publish}, {when: reject, to: end}]
       publish: {agent: writer, next: end}
+  halt:
+    start: a
+    steps:
+      a: {agent: writer, next: b}
+      b: {agent: writer, next: end, on_failure: halt, retries: {max: 0}}
 `
 
 func startAPIRuns(t *testing.T, w *apiWorld) *apiRuns {
@@ -52,7 +58,7 @@ func startAPIRuns(t *testing.T, w *apiWorld) *apiRuns {
 		"load.inputs.json": `{"type": "object", "properties": {"n": {"type": "integer"}, "hold": {"type": "boolean"}}, "additionalProperties": false}`,
 	})
 	cfg.Server.MaxBodyBytes = 1 << 20
-	kind := &runtest.HoldKind{Hold: runtest.HeldInputs}
+	kind := &runtest.HoldKind{Hold: runtest.HeldInputs, Fail: runtest.FailedInputs}
 	t.Cleanup(kind.Release)
 	ps := cfg.Graphs()
 	sched := runtest.Start(t, w.store, cfg.Dir, kind, ps)
@@ -60,9 +66,11 @@ func startAPIRuns(t *testing.T, w *apiWorld) *apiRuns {
 	r.done = r.start(t, "load", `{"inputs": {"n": 1}}`)
 	r.gate = r.start(t, "review", "")
 	r.held = r.start(t, "load", `{"inputs": {"hold": true}}`)
+	r.halted = r.start(t, "halt", `{"inputs": {"fail": true}}`)
 	waitStepRun(t, w.store, r.done, "b", agentrunner.StepRunSucceeded)
 	waitStepRun(t, w.store, r.gate, "signoff", agentrunner.StepRunWaiting)
 	waitStepRun(t, w.store, r.held, "a", agentrunner.StepRunOpen)
+	waitStepRun(t, w.store, r.halted, "b", agentrunner.StepRunFailed)
 	return r
 }
 

@@ -961,6 +961,9 @@ func TestOpenAPIResponsesMatchTheSchemas(t *testing.T) {
 		{name: "abort a run", srv: "runs", method: "POST", target: "/api/runs/" + runs.held + "/abort", body: `{"reason": "wrong ticker"}`, want: 202},
 		{name: "abort a finished run", srv: "runs", method: "POST", target: "/api/runs/" + runs.done + "/abort", want: 409},
 		{name: "abort an unknown run", srv: "runs", method: "POST", target: "/api/runs/review-999999/abort", want: 404},
+		{name: "resume a halted run", srv: "runs", method: "POST", target: "/api/runs/" + runs.halted + "/resume", body: `{"reason": "fixed"}`, want: 202},
+		{name: "resume a run that is not halted", srv: "runs", method: "POST", target: "/api/runs/" + runs.done + "/resume", want: 409},
+		{name: "resume an unknown run", srv: "runs", method: "POST", target: "/api/runs/review-999999/resume", want: 404},
 		{name: "an abort with a long reason", srv: "runs", method: "POST", target: "/api/runs/" + runs.held + "/abort", body: `{"reason": "` + strings.Repeat("x", 1025) + `"}`, want: 400, breaksSchema: true},
 		{name: "audit after decisions", srv: "runs", method: "GET", target: "/api/audit?limit=50", want: 200},
 

@@ -588,6 +588,41 @@ func (s *Server) handleAbortRun(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, map[string]any{"command": commandOf(cmd)})
 }
 
+// handleResumeRun resumes a halted run of the graph scheduler: a
+// run.resume command. A run that is not halted is a conflict: only a
+// halted run waits for an operator to resume it.
+func (s *Server) handleResumeRun(w http.ResponseWriter, r *http.Request) {
+	run := s.runOf(w, r)
+	if run == nil {
+		return
+	}
+	var body struct {
+		Reason string `json:"reason"`
+	}
+	if !s.decode(w, r, &body, true) {
+		return
+	}
+	if len(body.Reason) > maxReasonBytes {
+		s.writeError(w, r, agentrunner.Errorf(agentrunner.EINVALID, "reason is %d bytes; at most %d", len(body.Reason), maxReasonBytes))
+		return
+	}
+	if run.Status != agentrunner.RunHalted {
+		s.writeError(w, r, agentrunner.Errorf(agentrunner.ECONFLICT, "run %s is %s, not halted: only a halted run can be resumed", run.ID, run.Status))
+		return
+	}
+	args := map[string]any{"run": run.ID}
+	if body.Reason != "" {
+		args["reason"] = body.Reason
+	}
+	cmd, err := s.addCommand(r, agentrunner.CommandResumeRun, "", args)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.wakeRunner()
+	writeJSON(w, http.StatusAccepted, map[string]any{"command": commandOf(cmd)})
+}
+
 // wakeRunner tells the scheduler a command was written.
 func (s *Server) wakeRunner() {
 	if s.opts.Runs != nil {

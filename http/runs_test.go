@@ -534,6 +534,32 @@ func TestAbortRun(t *testing.T) {
 	w.want(404, "POST", "/api/runs/load-999999/abort", operatorKey, "")
 }
 
+// TestResumeRun: an operator resumes a halted run through the API and it
+// completes; a run that is not halted cannot be resumed, an unknown one is
+// not found, and a viewer may not.
+func TestResumeRun(t *testing.T) {
+	w := newRunsWorld(t, &runtest.HoldKind{Fail: runtest.FailedInputs}, nil, runtest.HaltPipeline())
+	id := w.start("halt", `{"fail": true}`)
+	run := w.waitStatus(id, agentrunner.RunHalted)["run"].(map[string]any)
+	if !strings.Contains(run["error"].(string), "waiting for an operator to resume") {
+		t.Errorf("the halted run's error: %v", run)
+	}
+	w.want(403, "POST", "/api/runs/"+id+"/resume", viewerKey, "")
+	cmd := w.want(202, "POST", "/api/runs/"+id+"/resume", operatorKey, `{"reason": "fixed the key"}`)["command"].(map[string]any)
+	if cmd["kind"] != agentrunner.CommandResumeRun || cmd["operator"] != "alice" {
+		t.Errorf("resume command: %v", cmd)
+	}
+	steps := w.waitStatus(id, agentrunner.RunCompleted)["steps"].([]any)
+	if got := describeSteps(steps); got != "a#1:succeeded b#1:succeeded" {
+		t.Errorf("resumed run: %s", got)
+	}
+	msg := w.want(409, "POST", "/api/runs/"+id+"/resume", operatorKey, "")["error"].(map[string]any)["message"].(string)
+	if !strings.Contains(msg, id) || !strings.Contains(msg, "completed, not halted") {
+		t.Errorf("resuming a completed run: %s", msg)
+	}
+	w.want(404, "POST", "/api/runs/halt-999999/resume", operatorKey, "")
+}
+
 // TestStatusHasNoRunsWithoutPipelines: a server that runs no pipelines
 // answers the status as before.
 func TestStatusHasNoRunsWithoutPipelines(t *testing.T) {

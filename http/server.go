@@ -207,6 +207,7 @@ func (s *Server) routes() []route {
 		{pattern: "GET /api/runs/{run}", role: config.RoleViewer, handler: s.handleRun},
 		{pattern: "GET /api/runs/{run}/steps", role: config.RoleViewer, handler: s.handleRunSteps},
 		{pattern: "POST /api/runs/{run}/abort", role: config.RoleOperator, handler: s.handleAbortRun},
+		{pattern: "POST /api/runs/{run}/resume", role: config.RoleOperator, handler: s.handleResumeRun},
 		{pattern: "POST /api/pipelines/{name}/runs", role: config.RoleOperator, handler: s.handleStartRun},
 		{pattern: "GET /api/gates", role: config.RoleViewer, handler: s.handleGates},
 		{pattern: "POST /api/runs/{run}/gates/{step}", role: config.RoleOperator, handler: s.handleDecide},

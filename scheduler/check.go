@@ -23,7 +23,8 @@ func (e *InvariantError) Error() string {
 //   - each step's visits are 1..n with no gap, and n is within max_visits;
 //   - an open step run's newest attempt is pending or running, and no
 //     other attempt of it is; a succeeded step run's newest attempt
-//     succeeded; every attempt belongs to a step run;
+//     succeeded (unless a gate's decision or a skip's fallback closed it);
+//     every attempt belongs to a step run;
 //   - a step run's From names a succeeded step run of the same run.
 func Check(ctx context.Context, store Store, pipelines map[string]*agentrunner.Pipeline) error {
 	runs, err := store.Runs(ctx, agentrunner.RunFilter{})
@@ -128,7 +129,7 @@ func checkAttempts(r *agentrunner.Run, byKey map[string]*agentrunner.StepRun, at
 			problems = append(problems, fmt.Sprintf("run %s: step run %s has %d unfinished attempts", r.ID, key, live[key]))
 		case sr.Status == agentrunner.StepRunOpen && (a == nil || a.Status == agentrunner.AttemptSucceeded || a.Status == agentrunner.AttemptFailed):
 			problems = append(problems, fmt.Sprintf("run %s: step run %s is open but has no unfinished attempt", r.ID, key))
-		case sr.Status == agentrunner.StepRunSucceeded && sr.Decision == nil && (a == nil || a.Status != agentrunner.AttemptSucceeded):
+		case sr.Status == agentrunner.StepRunSucceeded && sr.Decision == nil && sr.Error == "" && (a == nil || a.Status != agentrunner.AttemptSucceeded):
 			problems = append(problems, fmt.Sprintf("run %s: step run %s succeeded but its newest attempt did not", r.ID, key))
 		case sr.Status.Finished() && live[key] > 0:
 			problems = append(problems, fmt.Sprintf("run %s: step run %s is %s with an unfinished attempt", r.ID, key, sr.Status))

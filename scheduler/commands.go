@@ -33,6 +33,8 @@ func (s *Scheduler) commands(ctx context.Context) error {
 			result = s.abortSerial(ch, cmd)
 		case agentrunner.CommandReload:
 			result = s.reload(ch, cmd)
+		case agentrunner.CommandResumeRun:
+			result = s.resume(ch, cmd)
 		default:
 			if result = s.staleCommand(cmd); result == "" {
 				continue
@@ -150,10 +152,13 @@ func (s *Scheduler) applyDecision(ch *agentrunner.Change, rs *runState, ss *step
 	return nil
 }
 
-// abort ends a run on an operator's order.
+// abort ends a run on an operator's order, a halted one too.
 func (s *Scheduler) abort(ch *agentrunner.Change, cmd *agentrunner.Command) string {
 	runID, _ := cmd.Args["run"].(string)
 	rs := s.runs[runID]
+	if rs == nil {
+		rs = s.halted[runID]
+	}
 	if rs == nil {
 		return fmt.Sprintf("refused: run %s is not unfinished", runID)
 	}

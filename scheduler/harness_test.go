@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"github.com/agentrunner/agentrunner/scheduler"
 	"github.com/agentrunner/agentrunner/sqlite"
 	"github.com/agentrunner/agentrunner/step/gate"
+	"github.com/agentrunner/agentrunner/webhook"
 )
 
 // call is one attempt a scripted step ran.
@@ -95,6 +97,9 @@ type harness struct {
 	maxAtt    int
 	maxInt    int
 	poll      time.Duration
+	// kinds are more step kinds; alert, if set, is the scheduler's Alert.
+	kinds map[string]agentrunner.StepKind
+	alert func(*agentrunner.Change, webhook.Event)
 }
 
 func newHarness(t *testing.T, kind *scriptKind, ps ...*agentrunner.Pipeline) *harness {
@@ -118,9 +123,11 @@ func (h *harness) run() {
 	if h.stop != nil {
 		h.stop()
 	}
+	kinds := map[string]agentrunner.StepKind{"script": h.kind, agentrunner.KindGate: &gate.Kind{Notify: true}}
+	maps.Copy(kinds, h.kinds)
 	s, err := scheduler.New(scheduler.Options{
 		Store: h.store, Pipelines: h.pipelines, Clock: h.clock, MaxAttempts: h.maxAtt, MaxInterruptions: h.maxInt, Poll: h.poll,
-		Kinds:  map[string]agentrunner.StepKind{"script": h.kind, agentrunner.KindGate: &gate.Kind{Notify: true}},
+		Kinds: kinds, Alert: h.alert,
 		RunDir: func(p, id string) string { return filepath.Join(h.dir, "runs", p, id) },
 		AttemptDir: func(runID, step string, n int) string {
 			return filepath.Join(h.dir, "attempts", runID, fmt.Sprintf("%s-%d", step, n))

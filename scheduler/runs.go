@@ -13,6 +13,13 @@ import (
 // finish takes a run that will run no more steps out of the scheduler and
 // starts the oldest queued run of its pipeline in its place.
 func (s *Scheduler) finish(ch *agentrunner.Change, rs *runState) {
+	if s.halted[rs.run.ID] == rs {
+		delete(s.halted, rs.run.ID) // it gave its place up when it halted
+		return
+	}
+	if rs.run.Status == agentrunner.RunHalted {
+		s.halted[rs.run.ID] = rs // until an operator resumes or aborts it
+	}
 	delete(s.runs, rs.run.ID)
 	p := rs.run.Pipeline
 	s.active[p]--
@@ -74,6 +81,7 @@ func (s *Scheduler) begin(ch *agentrunner.Change, rs *runState) {
 // recover reads the unfinished runs back from the store. Attempts that
 // were running when the runner stopped are recorded as interrupted and
 // run again; pending ones wait out their backoff; waiting gates wait on.
+// Halted runs are read back as they are, for an operator to resume.
 func (s *Scheduler) recover(ctx context.Context) error {
 	s.batch = newBatch()
 	runs, err := s.store.Runs(ctx, agentrunner.RunFilter{Unfinished: true})
@@ -83,8 +91,8 @@ func (s *Scheduler) recover(ctx context.Context) error {
 	slices.Reverse(runs) // oldest first, so the queue keeps its order
 	for _, r := range runs {
 		p := s.opts.Pipelines[r.Pipeline]
-		if p == nil || r.Status == agentrunner.RunHalted {
-			continue // another engine's, or waiting for an operator
+		if p == nil {
+			continue // another engine's
 		}
 		if err := s.load(ctx, r, p); err != nil {
 			return fmt.Errorf("resume run %s: %w", r.ID, err)
@@ -96,12 +104,32 @@ func (s *Scheduler) recover(ctx context.Context) error {
 // load rebuilds the state of one unfinished run.
 func (s *Scheduler) load(ctx context.Context, r *agentrunner.Run, p *agentrunner.Pipeline) error {
 	rs := newRunState(r, p)
-	s.runs[r.ID] = rs
 	if r.Status == agentrunner.RunQueued {
+		s.runs[r.ID] = rs
 		s.queued[p.Name] = append(s.queued[p.Name], rs)
 		return nil
 	}
+	if err := s.read(ctx, rs); err != nil {
+		return err
+	}
+	if r.Status == agentrunner.RunHalted {
+		s.halted[r.ID] = rs // waiting for an operator: nothing of it goes on
+		return nil
+	}
+	s.runs[r.ID] = rs
 	s.active[p.Name]++
+	ch := s.batch.change()
+	s.resumeBound(ch, rs) // an overdue run is forced before anything runs again
+	for _, key := range slices.Sorted(maps.Keys(rs.steps)) {
+		s.resumeStepRun(ch, rs, rs.steps[key])
+	}
+	s.settle(ch, rs)
+	return nil
+}
+
+// read reads a run's step runs and their attempts back from the store.
+func (s *Scheduler) read(ctx context.Context, rs *runState) error {
+	r := rs.run
 	srs, err := s.store.StepRuns(ctx, agentrunner.StepRunFilter{RunID: r.ID})
 	if err != nil {
 		return err
@@ -127,13 +155,6 @@ func (s *Scheduler) load(ctx context.Context, r *agentrunner.Run, p *agentrunner
 			ss.att = a
 		}
 	}
-	ch := s.batch.change()
-	keys := slices.Sorted(maps.Keys(rs.steps))
-	s.resumeBound(ch, rs) // an overdue run is forced before anything runs again
-	for _, key := range keys {
-		s.resumeStepRun(ch, rs, rs.steps[key])
-	}
-	s.settle(ch, rs)
 	return nil
 }
 

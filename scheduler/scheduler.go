@@ -31,6 +31,7 @@ import (
 
 	"github.com/agentrunner/agentrunner"
 	"github.com/agentrunner/agentrunner/route"
+	"github.com/agentrunner/agentrunner/webhook"
 )
 
 // Store is what the scheduler needs of the store.
@@ -71,6 +72,10 @@ type Options struct {
 	// reload command; an error refuses the reload, saying why, and
 	// nothing changes. nil: reloads are refused.
 	Reload func() (*Reloaded, error)
+	// Alert, if set, adds an operators' notification (a step that failed
+	// for good, a halted run resumed) to the change that records what it
+	// is about: the outbox delivers it. Nil: no notifications.
+	Alert func(ch *agentrunner.Change, ev webhook.Event)
 }
 
 // Stats counts what a scheduler did, for benchmarks and metrics.
@@ -98,6 +103,7 @@ type Scheduler struct {
 	starts chan *startRequest
 	// The fields below belong to the goroutine of Run.
 	runs     map[string]*runState
+	halted   map[string]*runState   // waiting for an operator to resume them
 	queued   map[string][]*runState // by pipeline, oldest first
 	active   map[string]int         // unfinished runs started, by pipeline
 	ready    []*task                // attempts waiting for a free slot
@@ -129,7 +135,7 @@ func New(opts Options) (*Scheduler, error) {
 	s := &Scheduler{
 		opts: opts, store: opts.Store, clock: opts.Clock, log: opts.Logger,
 		labels: map[*agentrunner.Step]*route.Extractor{}, wake: make(chan struct{}, 1), starts: make(chan *startRequest), awaited: newCommandResults(), timed: map[*stepState]*runState{}, due: map[string]time.Time{},
-		runs: map[string]*runState{}, queued: map[string][]*runState{}, active: map[string]int{},
+		runs: map[string]*runState{}, halted: map[string]*runState{}, queued: map[string][]*runState{}, active: map[string]int{},
 	}
 	for _, name := range slices.Sorted(maps.Keys(opts.Pipelines)) {
 		p := opts.Pipelines[name]

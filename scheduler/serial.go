@@ -19,8 +19,10 @@ func runEvent(p *agentrunner.Pipeline, verb string) string {
 // aborts the unfinished run of a serial pipeline (the cycle in flight,
 // running or halted).
 func (s *Scheduler) abortSerial(ch *agentrunner.Change, cmd *agentrunner.Command) string {
-	for _, id := range slices.Sorted(maps.Keys(s.runs)) {
-		rs := s.runs[id]
+	unfinished := maps.Clone(s.runs)
+	maps.Copy(unfinished, s.halted)
+	for _, id := range slices.Sorted(maps.Keys(unfinished)) {
+		rs := unfinished[id]
 		if rs.pipeline.Serial && rs.run.Status != agentrunner.RunQueued {
 			named := *cmd
 			named.Args = maps.Clone(cmd.Args)

@@ -290,7 +290,7 @@ func reason(err error) string {
 }
 
 // failAttempt records a failed attempt, then retries the step run when
-// its class and policy allow, or fails it and its run.
+// its class and policy allow, or escalates it as its step's OnFailure says.
 func (s *Scheduler) failAttempt(ch *agentrunner.Change, rs *runState, ss *stepState, cause error, res *agentrunner.StepResult) {
 	if s.lateFailure(ch, rs, ss, cause, res) {
 		return // the run is out of time: no retry (deadline.go)
@@ -319,9 +319,7 @@ func (s *Scheduler) failAttempt(ch *agentrunner.Change, rs *runState, ss *stepSt
 		s.newAttempt(ch, rs, ss, notBefore, base)
 		return
 	}
-	ss.sr.Status, ss.sr.EndedAt, ss.sr.Error = agentrunner.StepRunFailed, s.clock.Now(), reason(cause)
-	s.putStepRun(ch, ss)
-	s.endRun(ch, rs, agentrunner.RunFailed, fmt.Sprintf("step %s (visit %d) failed: %s", ss.sr.Step, ss.sr.Visit, reason(cause)))
+	s.escalate(ch, rs, ss, cause)
 }
 
 // wait puts a gate's step run in wait for a decision.

@@ -26,6 +26,7 @@ func runCommands() []*cobra.Command {
 		newDecideCommand(agentrunner.DecisionReject, "Reject a waiting gate: the run follows the gate's reject route, or fails"),
 		newDecideCommand(agentrunner.DecisionRoute, "Send the run of a waiting gate to a named step"),
 		newAbortRunCommand(),
+		newResumeRunCommand(),
 	}
 }
 
@@ -300,6 +301,24 @@ func newAbortRunCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return override(cmd, &r, "abort-run", func(ctx context.Context, c *arhttp.Client) (*arhttp.Command, error) {
 				return c.AbortRun(ctx, args[0], reason)
+			})
+		},
+	}
+	cmd.Flags().StringVar(&reason, "reason", "", "why, for the audit log")
+	r.flags(cmd)
+	return cmd
+}
+
+func newResumeRunCommand() *cobra.Command {
+	var r remote
+	var reason string
+	cmd := &cobra.Command{
+		Use:   "resume-run RUN",
+		Short: "Resume a halted run of a pipeline: the step that failed runs again with a new round of retries",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return override(cmd, &r, "resume-run", func(ctx context.Context, c *arhttp.Client) (*arhttp.Command, error) {
+				return c.ResumeRun(ctx, args[0], reason)
 			})
 		},
 	}

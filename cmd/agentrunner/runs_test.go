@@ -31,7 +31,8 @@ func newRunsFixture(t *testing.T) *runsFixture {
 	t.Helper()
 	f := &runsFixture{kind: &runtest.HoldKind{Hold: runtest.HeldInputs}}
 	t.Cleanup(f.kind.Release)
-	pipelines := runtest.Pipelines(runtest.ReviewPipeline(), runtest.LoadPipeline(0))
+	f.kind.Fail = runtest.FailedInputs
+	pipelines := runtest.Pipelines(runtest.ReviewPipeline(), runtest.LoadPipeline(0), runtest.HaltPipeline())
 	f.remoteFixture = newRemoteFixtureWith(t, func(store *sqlite.Store, dir string, o *arhttp.Options) {
 		f.sched = runtest.Start(t, store, dir, f.kind, pipelines)
 		o.Pipelines, o.Runs = pipelines, f.sched
@@ -133,7 +134,7 @@ func TestRemoteStartRunsAndShow(t *testing.T) {
 		`STEP\s+VISIT\s+STATUS\s+LABEL\s+ATTEMPTS\s+OPENED\s+DETAIL`, `a\s+1\s+open\s+-\s+1:(pending|running)\s+\S+\s+-`)
 
 	_, stderr := f.cli(t, exitFailure, "start", "nosuch")
-	if !strings.Contains(stderr, `no pipeline "nosuch" (pipelines: load, review)`) || !strings.Contains(stderr, "(not_found)") {
+	if !strings.Contains(stderr, `no pipeline "nosuch" (pipelines: halt, load, review)`) || !strings.Contains(stderr, "(not_found)") {
 		t.Errorf("start of an unknown pipeline: %s", stderr)
 	}
 	_, stderr = f.cli(t, exitUsage, "start", "load", "--input", "novalue")
@@ -151,6 +152,24 @@ func TestRemoteStartRunsAndShow(t *testing.T) {
 	_, stderr = f.cli(t, exitFailure, "abort-run", held)
 	if !strings.Contains(stderr, "already aborted") || !strings.Contains(stderr, "(conflict)") {
 		t.Errorf("abort-run of an aborted run: %s", stderr)
+	}
+}
+
+// TestRemoteResumeRun: resume-run resumes a halted run, which completes;
+// a run that is not halted is refused.
+func TestRemoteResumeRun(t *testing.T) {
+	f := newRunsFixture(t)
+	out, _ := f.cli(t, exitOK, "start", "halt", "--input", "fail=true")
+	id := strings.TrimSpace(out)
+	f.waitRun(t, id, agentrunner.RunHalted)
+	out, _ = f.cli(t, exitOK, "resume-run", id, "--reason", "fixed the key")
+	if !regexp.MustCompile(`^resume-run requested: command \d+ by alice;`).MatchString(out) {
+		t.Errorf("resume-run printed %q", out)
+	}
+	f.waitRun(t, id, agentrunner.RunCompleted)
+	_, stderr := f.cli(t, exitFailure, "resume-run", id)
+	if !strings.Contains(stderr, "completed, not halted") || !strings.Contains(stderr, "(conflict)") {
+		t.Errorf("resume-run of a completed run: %s", stderr)
 	}
 }
 

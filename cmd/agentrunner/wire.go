@@ -330,6 +330,23 @@ func (r *runner) run(ctx context.Context) error { return r.engine.Run(ctx) }
 // wake tells the engine that a command was written.
 func (r *runner) wake() { r.engine.Wake() }
 
+// outboxAlert adds an operators' webhook notification to the change that
+// records what it is about: the outbox delivers it, signed, with retries.
+// One that breaks the webhook contract is logged and dropped: the event
+// the change records says the same.
+func outboxAlert(log *slog.Logger) func(*agentrunner.Change, webhook.Event) {
+	return func(ch *agentrunner.Change, ev webhook.Event) {
+		body, err := ev.Body()
+		if err != nil {
+			log.Error("building a webhook notification", "id", ev.ID, "error", err)
+			return
+		}
+		ch.Outbox = append(ch.Outbox, &agentrunner.OutboxMessage{
+			Key: ev.ID, Kind: agentrunner.OutboxWebhook, CycleID: ev.CycleID, Payload: body, CreatedAt: ev.Time,
+		})
+	}
+}
+
 // deliverers are how the outbox reaches its receivers: the operators'
 // webhook and the Execution Service's safe mode.
 func deliverers(cfg *config.Config, es *execsvc.Client, lookupEnv func(string) (string, bool)) (map[string]engine.Deliver, error) {

@@ -46,8 +46,10 @@ func Workspace(t testing.TB, dir, doc string, files map[string]string) *config.C
 // until the test calls Release (or its run ends); the others succeed at
 // once with the output "ok". It counts the attempts in flight.
 type HoldKind struct {
-	// Hold, if set, selects the attempts to hold.
+	// Hold, if set, selects the attempts to hold; Fail, if set, may fail
+	// an attempt instead of letting it succeed.
 	Hold func(a *agentrunner.StepAttempt) bool
+	Fail func(a *agentrunner.StepAttempt) error
 
 	once    sync.Once
 	release chan struct{}
@@ -92,7 +94,31 @@ func (k *HoldKind) Run(ctx context.Context, a *agentrunner.StepAttempt) (*agentr
 			return nil, agentrunner.Fail(agentrunner.ClassCrash, "stopped: %v", context.Cause(ctx))
 		}
 	}
+	if k.Fail != nil {
+		if err := k.Fail(a); err != nil {
+			return &agentrunner.StepResult{}, err
+		}
+	}
 	return &agentrunner.StepResult{Output: []byte("ok")}, nil
+}
+
+// FailedInputs fails the first attempt of step b of the runs started with
+// {"fail": true}: in HaltPipeline such a run halts, and a resume runs b
+// again, which succeeds.
+func FailedInputs(a *agentrunner.StepAttempt) error {
+	if a.Run.Inputs["fail"] == true && a.Step.ID == "b" && a.Attempt.Number == 1 {
+		return agentrunner.Fail(agentrunner.ClassCrash, "b crashed on its first attempt")
+	}
+	return nil
+}
+
+// HaltPipeline is two scripted steps, a and b; a run halts when b fails
+// for good.
+func HaltPipeline() *agentrunner.Pipeline {
+	return &agentrunner.Pipeline{Name: "halt", Start: "a", RunID: agentrunner.RunIDSeq, Steps: map[string]*agentrunner.Step{
+		"a": {ID: "a", Kind: KindScript, Next: "b", Where: "test.yaml:20"},
+		"b": {ID: "b", Kind: KindScript, Next: agentrunner.EndStep, OnFailure: agentrunner.HaltRun, Where: "test.yaml:21"},
+	}}
 }
 
 // Counts returns the attempts in flight, the most at once, and how many

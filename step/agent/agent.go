@@ -31,10 +31,11 @@ const (
 )
 
 // Store is what the kind reads of the store: earlier runs for history
-// inputs, the run's attempts for its token budget, and the tool calls a
-// process agent's MCP server committed.
+// inputs and for a skipped step's fallback, the run's attempts for its
+// token budget, and the tool calls a process agent's MCP server committed.
 type Store interface {
 	Cycles(ctx context.Context, f agentrunner.CycleFilter) ([]*agentrunner.Cycle, error)
+	Runs(ctx context.Context, f agentrunner.RunFilter) ([]*agentrunner.Run, error)
 	Attempts(ctx context.Context, cycleID string) ([]*agentrunner.Attempt, error)
 	Events(ctx context.Context, f agentrunner.EventFilter) ([]*agentrunner.Event, error)
 }
