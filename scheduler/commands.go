@@ -30,6 +30,9 @@ func (s *Scheduler) commands(ctx context.Context) error {
 		case agentrunner.CommandAbortRun:
 			result = s.abort(ch, cmd)
 		default:
+			if err := s.override(ctx, ch, cmd); err != nil {
+				return err
+			}
 			continue
 		}
 		if err != nil {
@@ -210,7 +213,7 @@ func (s *Scheduler) assign() {
 	queue := append(s.ready, b.start...)
 	s.ready, b.start = nil, nil
 	var ch *agentrunner.Change
-	for len(queue) > 0 && s.slots > 0 {
+	for len(queue) > 0 && s.mayStart() {
 		t := queue[0]
 		queue = queue[1:]
 		if s.stale(t) {
@@ -271,7 +274,9 @@ func (s *Scheduler) startWorker(ctx context.Context, t *task) {
 			ctx, stop = context.WithTimeout(ctx, st.Timeout)
 			defer stop()
 		}
+		untrack := s.track(a, st.Timeout) // for Stalled
 		res, err := kind.Run(ctx, a)
+		untrack()
 		if err == nil && res == nil {
 			err = agentrunner.Fail(agentrunner.ClassInternal, "step kind %s returned no result", st.Kind)
 		}

@@ -70,6 +70,9 @@ func (s *Scheduler) begin(ch *agentrunner.Change, rs *runState) {
 // run again; pending ones wait out their backoff; waiting gates wait on.
 func (s *Scheduler) recover(ctx context.Context) error {
 	s.batch = newBatch()
+	if err := s.loadControl(ctx); err != nil {
+		return err
+	}
 	runs, err := s.store.Runs(ctx, agentrunner.RunFilter{Unfinished: true})
 	if err != nil {
 		return err
@@ -163,6 +166,9 @@ func (s *Scheduler) resumeStepRun(ch *agentrunner.Change, rs *runState, ss *step
 // A run that is still going does not hold the next one back, but
 // max_concurrent_runs queues it.
 func (s *Scheduler) schedules(ctx context.Context) error {
+	if s.control.Paused {
+		return nil // a due run starts at the resume
+	}
 	now := s.clock.Now()
 	for _, p := range s.scheduled {
 		name := p.Name

@@ -38,6 +38,8 @@ type Store interface {
 	agentrunner.RunStore
 	Attempts(ctx context.Context, runID string) ([]*agentrunner.Attempt, error)
 	PendingCommands(ctx context.Context) ([]*agentrunner.Command, error)
+	// Control is the workspace's pause, read back at a start.
+	Control(ctx context.Context) (*agentrunner.Control, error)
 }
 
 // Options wire a scheduler.
@@ -67,6 +69,19 @@ type Options struct {
 	// interruption is not the step's fault, so it costs no retry, but a
 	// step that kills the runner each time must not loop forever.
 	MaxInterruptions int
+	// Overrides makes the scheduler apply the operators' overrides to the
+	// whole workspace (control.go): pause, resume, force-cycle and inject.
+	// Without it they are left to the loop engine.
+	Overrides bool
+	// Inject, if set, delivers an inject command's message (args agent,
+	// message) to the agent's mailbox and returns the event that says so
+	// (EventInjected), recorded in the transaction that consumes the
+	// command, and the command's result. A crash between the delivery and
+	// that commit delivers it again, so it must be idempotent per command
+	// id. An EINVALID error (no such agent) ignores the command with its
+	// message; another error leaves the command pending for the next look.
+	// Without Inject, inject commands are ignored.
+	Inject func(ctx context.Context, cmd *agentrunner.Command) (*agentrunner.Event, string, error)
 }
 
 // Stats counts what a scheduler did, for benchmarks and metrics.
@@ -90,6 +105,7 @@ type Scheduler struct {
 	stats   struct{ transitions, commits atomic.Int64 }
 	running atomic.Bool
 	awaited *commandResults
+	watch   watch
 	// The fields below belong to the goroutine of Run.
 	runs     map[string]*runState
 	queued   map[string][]*runState // by pipeline, oldest first
@@ -109,6 +125,8 @@ type Scheduler struct {
 	due       map[string]time.Time
 	batch     *batch
 	stopping  bool
+	// control is the workspace's pause (Options.Overrides).
+	control agentrunner.Control
 }
 
 // New checks the options and returns a scheduler.
@@ -117,7 +135,7 @@ func New(opts Options) (*Scheduler, error) {
 		return nil, errors.New("scheduler: a store, RunDir and AttemptDir are required")
 	}
 	s := &Scheduler{
-		opts: opts, store: opts.Store, clock: opts.Clock, log: opts.Logger,
+		opts: opts, clock: opts.Clock, log: opts.Logger,
 		labels: map[*agentrunner.Step]*route.Extractor{}, wake: make(chan struct{}, 1), awaited: newCommandResults(), timed: map[*stepState]*runState{}, due: map[string]time.Time{},
 		runs: map[string]*runState{}, queued: map[string][]*runState{}, active: map[string]int{},
 	}
@@ -145,6 +163,8 @@ func New(opts Options) (*Scheduler, error) {
 	if s.opts.MaxInterruptions <= 0 {
 		s.opts.MaxInterruptions = 10
 	}
+	s.store = &watchedStore{Store: opts.Store, s: s}
+	s.watch.due = map[*agentrunner.StepAttempt]time.Time{}
 	s.slots = s.opts.MaxAttempts
 	s.results = make(chan *result, s.opts.MaxAttempts)
 	s.ids = newIDAllocator(s.store, s.clock)
@@ -229,16 +249,17 @@ func (s *Scheduler) loop(ctx, workCtx context.Context) error {
 			stop()
 		}
 		s.batch = newBatch()
-		if first != nil {
-			s.handle(first)
-		}
-		s.drain()
+		// Commands first: a pause holds the attempts this pass opens.
 		if commandsDue {
 			if err := s.commands(ctx); err != nil {
 				return err
 			}
 			commandsDue = false
 		}
+		if first != nil {
+			s.handle(first)
+		}
+		s.drain()
 		s.timers()
 		if err := s.schedules(ctx); err != nil {
 			return err
@@ -294,7 +315,7 @@ func (s *Scheduler) commit(ctx context.Context) error {
 	if len(b.changes) == 0 {
 		return nil
 	}
-	if err := s.store.ApplyAll(ctx, b.changes...); err != nil {
+	if err := s.applyAll(ctx, b.changes); err != nil {
 		return fmt.Errorf("commit %d state changes: %w", len(b.changes), err)
 	}
 	s.stats.commits.Add(1)
