@@ -89,6 +89,8 @@ type harness struct {
 	clock     agentrunner.Clock
 	maxAtt    int
 	maxInt    int
+	// options, if set, changes the scheduler's options before it starts.
+	options func(*scheduler.Options)
 }
 
 func newHarness(t *testing.T, kind *scriptKind, ps ...*agentrunner.Pipeline) *harness {
@@ -112,14 +114,18 @@ func (h *harness) run() {
 	if h.stop != nil {
 		h.stop()
 	}
-	s, err := scheduler.New(scheduler.Options{
+	opts := scheduler.Options{
 		Store: h.store, Pipelines: h.pipelines, Clock: h.clock, MaxAttempts: h.maxAtt, MaxInterruptions: h.maxInt,
 		Kinds:  map[string]agentrunner.StepKind{"script": h.kind, agentrunner.KindGate: &gate.Kind{Notify: true}},
 		RunDir: func(p, id string) string { return filepath.Join(h.dir, "runs", p, id) },
 		AttemptDir: func(runID, step string, n int) string {
 			return filepath.Join(h.dir, "attempts", runID, fmt.Sprintf("%s-%d", step, n))
 		},
-	})
+	}
+	if h.options != nil {
+		h.options(&opts)
+	}
+	s, err := scheduler.New(opts)
 	if err != nil {
 		h.t.Fatal(err)
 	}
