@@ -21,19 +21,19 @@ func withOverrides(h *harness) {
 	h.options = func(o *scheduler.Options) { o.Overrides = true }
 }
 
-// give writes a command and returns its result once the scheduler
+// override writes a command and returns its result once the scheduler
 // consumed it.
-func (h *harness) give(kind string, args map[string]any) string {
+func (h *harness) override(kind string, args map[string]any) string {
 	h.t.Helper()
 	id, err := h.command(kind, "", args)
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	return h.result(id)
+	return h.commandResult(id)
 }
 
-// result waits until command id is consumed and returns its result.
-func (h *harness) result(id int64) string {
+// commandResult waits until command id is consumed and returns its result.
+func (h *harness) commandResult(id int64) string {
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -44,8 +44,8 @@ func (h *harness) result(id int64) string {
 	return res
 }
 
-// attempts lists a run's attempts as "step#number:status".
-func attempts(t *testing.T, h *harness, run string) []string {
+// attemptLog lists a run's attempts as "step#number:status".
+func attemptLog(t *testing.T, h *harness, run string) []string {
 	t.Helper()
 	atts, err := h.store.Attempts(context.Background(), run)
 	if err != nil {
@@ -58,8 +58,8 @@ func attempts(t *testing.T, h *harness, run string) []string {
 	return out
 }
 
-// events returns the workspace's events of one type.
-func events(t *testing.T, h *harness, typ string) []*agentrunner.Event {
+// eventsOfType returns the workspace's events of one type.
+func eventsOfType(t *testing.T, h *harness, typ string) []*agentrunner.Event {
 	t.Helper()
 	evs, err := h.store.Events(context.Background(), agentrunner.EventFilter{Type: typ})
 	if err != nil {
@@ -68,17 +68,17 @@ func events(t *testing.T, h *harness, typ string) []*agentrunner.Event {
 	return evs
 }
 
-// twoSteps is a pipeline of a then b.
-func twoSteps(name string) *agentrunner.Pipeline {
+// pair is a pipeline of a then b.
+func pair(name string) *agentrunner.Pipeline {
 	return &agentrunner.Pipeline{Name: name, Start: "a", Steps: steps(
 		&agentrunner.Step{ID: "a", Next: "b"},
 		&agentrunner.Step{ID: "b", Next: agentrunner.EndStep},
 	)}
 }
 
-// holding returns a kind whose attempts of step wait until release is
+// holdStep returns a kind whose attempts of step wait until release is
 // closed, whatever their context says.
-func holding(step string) (*scriptKind, chan struct{}) {
+func holdStep(step string) (*scriptKind, chan struct{}) {
 	release := make(chan struct{})
 	k := &scriptKind{}
 	k.fail = func(a *agentrunner.StepAttempt) error {
@@ -91,13 +91,13 @@ func holding(step string) (*scriptKind, chan struct{}) {
 }
 
 func TestAPauseLetsTheRunningAttemptFinishAndHoldsTheNextUntilTheResume(t *testing.T) {
-	k, release := holding("a")
-	h := newHarness(t, k, twoSteps("two"))
+	k, release := holdStep("a")
+	h := newHarness(t, k, pair("two"))
 	withOverrides(h)
 	h.run()
 	id := h.startRun("two", nil)
 	waitCalls(t, k, 1)
-	if got := h.give(agentrunner.CommandPause, map[string]any{"reason": "maintenance"}); got != "paused" {
+	if got := h.override(agentrunner.CommandPause, map[string]any{"reason": "maintenance"}); got != "paused" {
 		t.Fatalf("pause: %q", got)
 	}
 	close(release)
@@ -106,19 +106,19 @@ func TestAPauseLetsTheRunningAttemptFinishAndHoldsTheNextUntilTheResume(t *testi
 	h.waitFor(id, "a to succeed", func(_ *agentrunner.Run, srs []*agentrunner.StepRun) bool {
 		return slices.ContainsFunc(srs, func(sr *agentrunner.StepRun) bool { return sr.Step == "a" && sr.Status == agentrunner.StepRunSucceeded })
 	})
-	if got, want := attempts(t, h, id), []string{"a#1:succeeded", "b#1:pending"}; !cmp.Equal(got, want) {
+	if got, want := attemptLog(t, h, id), []string{"a#1:succeeded", "b#1:pending"}; !cmp.Equal(got, want) {
 		t.Fatalf("attempts while paused: %v, want %v", got, want)
 	}
-	if got := h.give(agentrunner.CommandResume, nil); got != "lifted the pause" {
+	if got := h.override(agentrunner.CommandResume, nil); got != "lifted the pause" {
 		t.Fatalf("resume: %q", got)
 	}
 	if r, srs := h.waitDone(id); r.Status != agentrunner.RunCompleted {
 		t.Fatalf("run %s is %s after the resume: %s", id, r.Status, describe(srs))
 	}
-	if got, want := attempts(t, h, id), []string{"a#1:succeeded", "b#1:succeeded"}; !cmp.Equal(got, want) {
+	if got, want := attemptLog(t, h, id), []string{"a#1:succeeded", "b#1:succeeded"}; !cmp.Equal(got, want) {
 		t.Errorf("attempts: %v, want %v", got, want)
 	}
-	paused, resumed := events(t, h, scheduler.EventPaused), events(t, h, scheduler.EventUnpaused)
+	paused, resumed := eventsOfType(t, h, scheduler.EventPaused), eventsOfType(t, h, scheduler.EventUnpaused)
 	if len(paused) != 1 || paused[0].Details["operator"] != "tester" || len(resumed) != 1 || resumed[0].Details["paused_by"] != "tester" {
 		t.Errorf("events: paused %+v, resumed %+v", paused, resumed)
 	}
@@ -126,23 +126,23 @@ func TestAPauseLetsTheRunningAttemptFinishAndHoldsTheNextUntilTheResume(t *testi
 
 func TestAPauseSurvivesARestart(t *testing.T) {
 	k := &scriptKind{}
-	h := newHarness(t, k, twoSteps("two"))
+	h := newHarness(t, k, pair("two"))
 	withOverrides(h)
 	h.run()
-	if got := h.give(agentrunner.CommandPause, nil); got != "paused" {
+	if got := h.override(agentrunner.CommandPause, nil); got != "paused" {
 		t.Fatalf("pause: %q", got)
 	}
 	h.run() // a restart
 	id := h.startRun("two", nil)
 	// The run's first attempt is recorded in the commit that consumed
 	// its start.
-	if got, want := attempts(t, h, id), []string{"a#1:pending"}; !cmp.Equal(got, want) {
+	if got, want := attemptLog(t, h, id), []string{"a#1:pending"}; !cmp.Equal(got, want) {
 		t.Fatalf("attempts after the restart, paused: %v, want %v", got, want)
 	}
 	if ctl, err := h.store.Control(context.Background()); err != nil || !ctl.Paused || ctl.PausedBy != "tester" {
 		t.Fatalf("stored control: %+v, %v", ctl, err)
 	}
-	h.give(agentrunner.CommandResume, nil)
+	h.override(agentrunner.CommandResume, nil)
 	if r, _ := h.waitDone(id); r.Status != agentrunner.RunCompleted {
 		t.Fatalf("run %s is %s after the resume", id, r.Status)
 	}
@@ -153,7 +153,7 @@ func TestAPauseSurvivesARestart(t *testing.T) {
 
 func TestAPauseHoldsScheduledRuns(t *testing.T) {
 	k := &scriptKind{}
-	p := twoSteps("hourly")
+	p := pair("hourly")
 	p.Every = time.Hour
 	h := newHarness(t, k, p)
 	withOverrides(h)
@@ -164,7 +164,7 @@ func TestAPauseHoldsScheduledRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.run()
-	if got := h.result(pause); got != "paused" {
+	if got := h.commandResult(pause); got != "paused" {
 		t.Fatalf("pause: %q", got)
 	}
 	runs := func() []*agentrunner.Run {
@@ -177,7 +177,7 @@ func TestAPauseHoldsScheduledRuns(t *testing.T) {
 	if rs := runs(); len(rs) != 0 {
 		t.Fatalf("%d scheduled runs started while paused", len(rs))
 	}
-	h.give(agentrunner.CommandResume, nil)
+	h.override(agentrunner.CommandResume, nil)
 	deadline := time.Now().Add(30 * time.Second)
 	for len(runs()) == 0 {
 		if time.Now().After(deadline) {
@@ -188,7 +188,7 @@ func TestAPauseHoldsScheduledRuns(t *testing.T) {
 }
 
 func TestCommandsWithNothingToActOnAreIgnoredSayingWhy(t *testing.T) {
-	h := newHarness(t, &scriptKind{}, twoSteps("two"))
+	h := newHarness(t, &scriptKind{}, pair("two"))
 	withOverrides(h)
 	h.run()
 	steps := []struct{ kind, want string }{
@@ -202,7 +202,7 @@ func TestCommandsWithNothingToActOnAreIgnoredSayingWhy(t *testing.T) {
 	}
 	var got []string
 	for _, s := range steps {
-		got = append(got, h.give(s.kind, nil))
+		got = append(got, h.override(s.kind, nil))
 	}
 	want := make([]string, len(steps))
 	for i, s := range steps {
@@ -212,7 +212,7 @@ func TestCommandsWithNothingToActOnAreIgnoredSayingWhy(t *testing.T) {
 		t.Errorf("results (-want +got):\n%s", diff)
 	}
 	var kinds []string
-	for _, ev := range events(t, h, scheduler.EventCommandIgnored) {
+	for _, ev := range eventsOfType(t, h, scheduler.EventCommandIgnored) {
 		kinds = append(kinds, ev.Details["kind"].(string))
 		if ev.Details["operator"] != "tester" || ev.Details["reason"] == "" {
 			t.Errorf("command.ignored event without its operator or reason: %+v", ev.Details)
@@ -224,7 +224,7 @@ func TestCommandsWithNothingToActOnAreIgnoredSayingWhy(t *testing.T) {
 }
 
 func TestWithoutOverridesTheLoopEnginesCommandsAreLeftPending(t *testing.T) {
-	h := newHarness(t, &scriptKind{}, twoSteps("two"))
+	h := newHarness(t, &scriptKind{}, pair("two"))
 	h.run()
 	pause, err := h.command(agentrunner.CommandPause, "", nil)
 	if err != nil {
@@ -239,43 +239,43 @@ func TestWithoutOverridesTheLoopEnginesCommandsAreLeftPending(t *testing.T) {
 
 func TestForceCycleStartsARunNowAndWaitsWhilePaused(t *testing.T) {
 	k := &scriptKind{}
-	loop := twoSteps("loop")
+	loop := pair("loop")
 	loop.Serial, loop.Every = true, 24*time.Hour
-	h := newHarness(t, k, loop, twoSteps("other"))
+	h := newHarness(t, k, loop, pair("other"))
 	withOverrides(h)
 	h.run()
 	// The schedule starts the loop's first run at once; its next one is
 	// a day away.
-	first := h.waitRuns("loop", 1)[0]
+	first := h.waitForRuns("loop", 1)[0]
 	h.waitDone(first.ID)
 
-	if got := h.give(agentrunner.CommandForceCycle, nil); got != "started run loop-000002" {
+	if got := h.override(agentrunner.CommandForceCycle, nil); got != "started run loop-000002" {
 		t.Fatalf("force-cycle of the serial pipeline: %q", got)
 	}
-	if got := h.give(agentrunner.CommandForceCycle, map[string]any{"pipeline": "other"}); got != "started run other-000001" {
+	if got := h.override(agentrunner.CommandForceCycle, map[string]any{"pipeline": "other"}); got != "started run other-000001" {
 		t.Fatalf("force-cycle of pipeline other: %q", got)
 	}
-	if got := h.give(agentrunner.CommandForceCycle, map[string]any{"pipeline": "nope"}); got != `ignored: pipeline "nope" is not configured` {
+	if got := h.override(agentrunner.CommandForceCycle, map[string]any{"pipeline": "nope"}); got != `ignored: pipeline "nope" is not configured` {
 		t.Fatalf("force-cycle of an unknown pipeline: %q", got)
 	}
 
-	h.give(agentrunner.CommandPause, nil)
+	h.override(agentrunner.CommandPause, nil)
 	force, err := h.command(agentrunner.CommandForceCycle, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Commands are applied in order: once this one is, the force was
 	// looked at.
-	h.give(agentrunner.CommandPause, nil)
+	h.override(agentrunner.CommandPause, nil)
 	cmds, _ := h.store.PendingCommands(context.Background())
 	if len(cmds) != 1 || cmds[0].ID != force {
 		t.Fatalf("pending commands while paused: %+v, want the force-cycle", cmds)
 	}
-	if n := len(h.waitRuns("loop", 2)); n != 2 {
+	if n := len(h.waitForRuns("loop", 2)); n != 2 {
 		t.Fatalf("%d runs of loop while paused, want 2", n)
 	}
-	h.give(agentrunner.CommandResume, nil)
-	if got := h.result(force); got != "started run loop-000003" {
+	h.override(agentrunner.CommandResume, nil)
+	if got := h.commandResult(force); got != "started run loop-000003" {
 		t.Fatalf("the held force-cycle after the resume: %q", got)
 	}
 	if r, _ := h.waitDone("loop-000003"); r.Status != agentrunner.RunCompleted {
@@ -283,9 +283,9 @@ func TestForceCycleStartsARunNowAndWaitsWhilePaused(t *testing.T) {
 	}
 }
 
-// waitRuns waits until pipeline has at least n runs and returns them,
+// waitForRuns waits until pipeline has at least n runs and returns them,
 // newest first.
-func (h *harness) waitRuns(pipeline string, n int) []*agentrunner.Run {
+func (h *harness) waitForRuns(pipeline string, n int) []*agentrunner.Run {
 	h.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -320,24 +320,24 @@ func TestInjectGoesThroughTheHookAndIsConsumedWithItsEvent(t *testing.T) {
 		ev := &agentrunner.Event{Type: scheduler.EventInjected, Agent: agent, Level: agentrunner.LevelInfo, Details: map[string]any{"to": agent}}
 		return ev, "delivered to the mailbox of " + agent, nil
 	}
-	h := newHarness(t, &scriptKind{}, twoSteps("two"))
+	h := newHarness(t, &scriptKind{}, pair("two"))
 	h.options = func(o *scheduler.Options) { o.Overrides, o.Inject, o.Poll = true, inject, 10*time.Millisecond }
 	h.run()
 	id, err := h.command(agentrunner.CommandInject, "", map[string]any{"agent": "coder", "message": "look at the logs"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := h.result(id); got != "delivered to the mailbox of coder" {
+	if got := h.commandResult(id); got != "delivered to the mailbox of coder" {
 		t.Fatalf("inject: %q", got)
 	}
 	if want := []string{fmt.Sprintf("%d:look at the logs", id)}; !cmp.Equal(seen, want) {
 		t.Errorf("delivered %v, want %v", seen, want)
 	}
-	evs := events(t, h, scheduler.EventInjected)
+	evs := eventsOfType(t, h, scheduler.EventInjected)
 	if len(evs) != 1 || evs[0].Agent != "coder" || evs[0].Timestamp.IsZero() {
 		t.Errorf("mailbox.injected events: %+v", evs)
 	}
-	if got := h.give(agentrunner.CommandInject, map[string]any{"agent": "ghost", "message": "hi"}); !strings.HasPrefix(got, "ignored: ") || !strings.Contains(got, `no agent "ghost"`) {
+	if got := h.override(agentrunner.CommandInject, map[string]any{"agent": "ghost", "message": "hi"}); !strings.HasPrefix(got, "ignored: ") || !strings.Contains(got, `no agent "ghost"`) {
 		t.Errorf("inject to no agent: %q", got)
 	}
 }

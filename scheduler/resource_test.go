@@ -16,7 +16,7 @@ import (
 	"github.com/agentrunner/agentrunner/scheduler"
 )
 
-var t0 = time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+var noon = time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
 
 // diskFull is the error of a write to a full disk.
 func diskFull(path string) error {
@@ -54,7 +54,7 @@ func TestAnAttemptThatRanOutOfAResourceIsTriedAgainWithoutSpendingARetry(t *test
 			p := &agentrunner.Pipeline{Name: "disk", Start: "work", Steps: steps(&agentrunner.Step{ID: "work", Next: agentrunner.EndStep,
 				Retry: agentrunner.RetryPolicy{Max: tt.retries, Backoff: []time.Duration{backoff}}})}
 			h := newHarness(t, k, p)
-			h.clock = clocktest.New(t0)
+			h.clock = clocktest.New(noon)
 			h.run()
 			id := h.startRun("disk", nil)
 			if r, _ := h.waitDone(id); r.Status != agentrunner.RunCompleted {
@@ -120,8 +120,8 @@ func (f *fullStore) failNext(n int) {
 // waits 1s, 2s, 4s and commits the same batch, then records what
 // happened.
 func TestACommitThatRanOutOfDiskSpaceIsTriedAgainWhole(t *testing.T) {
-	h := newHarness(t, &scriptKind{}, twoSteps("two"))
-	clock := clocktest.New(t0)
+	h := newHarness(t, &scriptKind{}, pair("two"))
+	clock := clocktest.New(noon)
 	h.clock = clock
 	full := &fullStore{}
 	h.options = func(o *scheduler.Options) {
@@ -141,7 +141,7 @@ func TestACommitThatRanOutOfDiskSpaceIsTriedAgainWhole(t *testing.T) {
 		t.Errorf("the batch had %d changes, then %d when it was tried again", tries[0], tries[3])
 	}
 	var got []string
-	for _, ev := range events(t, h, agentrunner.EventResourceExhausted) {
+	for _, ev := range eventsOfType(t, h, agentrunner.EventResourceExhausted) {
 		got = append(got, fmt.Sprintf("%s %s after %s", ev.Details["resource"], ev.Details["operation"], ev.Details["wait"]))
 	}
 	want := []string{"disk space write state.db-wal after 1s", "disk space write state.db-wal after 2s", "disk space write state.db-wal after 4s"}

@@ -69,10 +69,10 @@ func (q *quietStore) wait(t *testing.T) {
 // as stalled by how much later it is, and the watchdog says so once that
 // is more than its grace.
 func TestAnAttemptThatOutlivesItsTimeoutStallsTheScheduler(t *testing.T) {
-	k, release := holding("hang")
+	k, release := holdStep("hang")
 	p := &agentrunner.Pipeline{Name: "hung", Start: "hang", Steps: steps(&agentrunner.Step{ID: "hang", Next: agentrunner.EndStep, Timeout: time.Second})}
 	h := newHarness(t, k, p)
-	clock := &manualClock{now: t0}
+	clock := &manualClock{now: noon}
 	h.clock = clock
 	q := quiet(h)
 	h.run()
@@ -121,7 +121,7 @@ func TestAnAttemptThatOutlivesItsTimeoutStallsTheScheduler(t *testing.T) {
 // and a scheduler with nothing to do, are not stalled.
 func TestWaitingForAPersonOrForWorkIsNoStall(t *testing.T) {
 	h := newHarness(t, &scriptKind{}, approval(nil))
-	clock := &manualClock{now: t0}
+	clock := &manualClock{now: noon}
 	h.clock = clock
 	q := quiet(h)
 	h.run()
@@ -162,8 +162,8 @@ func (s *hungStore) ApplyAll(ctx context.Context, chs ...*agentrunner.Change) er
 // return for more than a minute stalls the scheduler; once it returns,
 // the scheduler is fine again.
 func TestAStoreCallThatHangsStallsTheScheduler(t *testing.T) {
-	h := newHarness(t, &scriptKind{}, twoSteps("two"))
-	clock := &manualClock{now: t0}
+	h := newHarness(t, &scriptKind{}, pair("two"))
+	clock := &manualClock{now: noon}
 	h.clock = clock
 	hung := &hungStore{hang: make(chan struct{}), entered: make(chan struct{}, 1)}
 	h.options = func(o *scheduler.Options) {
