@@ -12,7 +12,7 @@ import (
 )
 
 // commands applies the operators' pending commands of the kinds the
-// scheduler owns; the loop engine's kinds are left to it. Each command is
+// scheduler owns; commands of other kinds (a step kind's) are left. Each is
 // consumed in the transaction of the change it causes.
 func (s *Scheduler) commands(ctx context.Context) error {
 	cmds, err := s.store.PendingCommands(ctx)
@@ -30,16 +30,22 @@ func (s *Scheduler) commands(ctx context.Context) error {
 		case agentrunner.CommandAbortRun:
 			result = s.abort(ch, cmd)
 		case agentrunner.CommandAbort:
-			result = s.abortSerial(ch, cmd)
+			s.abortSerial(ch, cmd)
+			continue
 		case agentrunner.CommandReload:
-			result = s.reload(ch, cmd)
+			s.reload(ch, cmd)
+			continue
 		case agentrunner.CommandResumeRun:
-			result = s.resume(ch, cmd)
+			result = s.resumeCommand(ch, cmd)
 		default:
-			if result = s.staleCommand(cmd); result == "" {
+			if why := s.staleCommand(cmd); why != "" {
+				s.ignore(ch, cmd, why)
 				continue
 			}
-			result = s.ignore(ch, cmd, result)
+			if err := s.override(ctx, ch, cmd); err != nil {
+				return err
+			}
+			continue
 		}
 		if err != nil {
 			return err
@@ -226,7 +232,7 @@ func (s *Scheduler) assign() {
 	queue := append(s.ready, b.start...)
 	s.ready, b.start = nil, nil
 	var ch *agentrunner.Change
-	for len(queue) > 0 && s.slots > 0 {
+	for len(queue) > 0 && s.mayStart() {
 		t := queue[0]
 		queue = queue[1:]
 		if s.stale(t) {
@@ -288,7 +294,9 @@ func (s *Scheduler) startWorker(ctx context.Context, t *task) {
 			ctx, stop = context.WithTimeout(ctx, timeout)
 			defer stop()
 		}
+		untrack := s.track(a, st.Timeout) // for Stalled
 		res, err := kind.Run(ctx, a)
+		untrack()
 		if err == nil && res == nil {
 			err = agentrunner.Fail(agentrunner.ClassInternal, "step kind %s returned no result", st.Kind)
 		}

@@ -143,8 +143,8 @@ func (s *Scheduler) unhalt(rs *runState) {
 	s.active[rs.run.Pipeline]++
 }
 
-// resume applies a run.resume command: a halted run runs again.
-func (s *Scheduler) resume(ch *agentrunner.Change, cmd *agentrunner.Command) string {
+// resumeCommand applies a run.resume command: a halted run runs again.
+func (s *Scheduler) resumeCommand(ch *agentrunner.Change, cmd *agentrunner.Command) string {
 	runID, _ := cmd.Args["run"].(string)
 	rs := s.halted[runID]
 	if rs == nil {
@@ -178,7 +178,9 @@ func (s *Scheduler) resumeRun(ch *agentrunner.Change, rs *runState, cmd *agentru
 	r := *rs.run
 	r.Status, r.Error = agentrunner.RunRunning, ""
 	rs.run = &r
-	ch.Runs = append(ch.Runs, &r)
+	s.putRun(ch, rs)
+	s.bound(rs) // its deadline runs on
+	s.moveTo(ch, rs, agentrunner.State(stopped[0].sr.Step))
 	var keys []string
 	for _, ss := range stopped {
 		keys = append(keys, ss.sr.Key())
@@ -202,7 +204,7 @@ func (s *Scheduler) resumeRun(ch *agentrunner.Change, rs *runState, cmd *agentru
 		Pipeline: r.Pipeline, CycleID: r.ID, Step: first.sr.Step, Details: map[string]any{"operator": cmd.Operator, "step_runs": keys},
 	})
 	s.settle(ch, rs)
-	return fmt.Sprintf("resumed run %s at %s", r.ID, strings.Join(keys, ", ")), true
+	return fmt.Sprintf("resumed %s %s at %s", noun(rs.pipeline), r.ID, strings.Join(keys, ", ")), true
 }
 
 // stopped lists the step runs of a halted run that the halt stopped, in

@@ -151,7 +151,7 @@ func TestAHaltedRunResumesWithAFreshRoundOfRetries(t *testing.T) {
 	if n := len(h.events(id, "cycle.halted")); n != 1 {
 		t.Errorf("%d cycle.halted events, want 1 (the pipeline's noun)", n)
 	}
-	if res := h.result(agentrunner.CommandResumeRun, map[string]any{"run": id}); res != "resumed run "+id+" at check#1" {
+	if res := h.result(agentrunner.CommandResumeRun, map[string]any{"run": id}); res != "resumed cycle "+id+" at check#1" {
 		t.Fatalf("resume: %q", res)
 	}
 	r, srs = h.waitDone(id)

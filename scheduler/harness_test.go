@@ -100,6 +100,8 @@ type harness struct {
 	// kinds are more step kinds; alert, if set, is the scheduler's Alert.
 	kinds map[string]agentrunner.StepKind
 	alert func(*agentrunner.Change, webhook.Event)
+	// options, if set, changes the scheduler's options before it starts.
+	options func(*scheduler.Options)
 }
 
 func newHarness(t *testing.T, kind *scriptKind, ps ...*agentrunner.Pipeline) *harness {
@@ -125,14 +127,18 @@ func (h *harness) run() {
 	}
 	kinds := map[string]agentrunner.StepKind{"script": h.kind, agentrunner.KindGate: &gate.Kind{Notify: true}}
 	maps.Copy(kinds, h.kinds)
-	s, err := scheduler.New(scheduler.Options{
+	opts := scheduler.Options{
 		Store: h.store, Pipelines: h.pipelines, Clock: h.clock, MaxAttempts: h.maxAtt, MaxInterruptions: h.maxInt, Poll: h.poll,
 		Kinds: kinds, Alert: h.alert,
 		RunDir: func(p, id string) string { return filepath.Join(h.dir, "runs", p, id) },
 		AttemptDir: func(runID, step string, n int) string {
 			return filepath.Join(h.dir, "attempts", runID, fmt.Sprintf("%s-%d", step, n))
 		},
-	})
+	}
+	if h.options != nil {
+		h.options(&opts)
+	}
+	s, err := scheduler.New(opts)
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -10,11 +10,7 @@ import (
 )
 
 // EventReloaded: an operator reloaded the configuration and its files.
-// EventCommandIgnored: a command that had nothing to act on.
-const (
-	EventReloaded       = "config.reloaded"
-	EventCommandIgnored = "command.ignored"
-)
+const EventReloaded = "config.reloaded"
 
 // Reloaded is what an operator's reload gives the scheduler: the
 // pipelines and step kinds built from the configuration read again.
@@ -30,16 +26,18 @@ type Reloaded struct {
 // contracts, timeouts, retries, policies, schedules); running attempts
 // finish as they began. The runs in flight keep their step runs: a reload
 // that would change a graph is refused by Options.Reload.
-func (s *Scheduler) reload(ch *agentrunner.Change, cmd *agentrunner.Command) string {
+func (s *Scheduler) reload(ch *agentrunner.Change, cmd *agentrunner.Command) {
 	if s.opts.Reload == nil {
-		return s.ignore(ch, cmd, "this runner cannot reload its configuration")
+		s.ignore(ch, cmd, "this runner cannot reload its configuration")
+		return
 	}
 	r, err := s.opts.Reload()
 	if err == nil {
 		err = s.checkReload(r)
 	}
 	if err != nil {
-		return s.ignore(ch, cmd, err.Error())
+		s.ignore(ch, cmd, err.Error())
+		return
 	}
 	s.opts.Pipelines, s.opts.Kinds = r.Pipelines, r.Kinds
 	s.labels = map[*agentrunner.Step]*route.Extractor{}
@@ -60,8 +58,8 @@ func (s *Scheduler) reload(ch *agentrunner.Change, cmd *agentrunner.Command) str
 			rs.pipeline = r.Pipelines[rs.pipeline.Name]
 		}
 	}
-	s.commandEvent(ch, cmd, EventReloaded, agentrunner.LevelInfo, map[string]any{"path": r.Path})
-	return "reloaded " + r.Path
+	s.workspaceEvent(ch, EventReloaded, agentrunner.LevelInfo, commandDetails(cmd, map[string]any{"path": r.Path}))
+	s.consume(ch, cmd, "reloaded "+r.Path)
 }
 
 // checkReload refuses reloaded pipelines the runs in flight cannot move
@@ -87,20 +85,4 @@ func (s *Scheduler) checkReload(r *Reloaded) error {
 		}
 	}
 	return nil
-}
-
-// ignore consumes a command that has nothing to act on, saying why.
-func (s *Scheduler) ignore(ch *agentrunner.Change, cmd *agentrunner.Command, why string) string {
-	s.commandEvent(ch, cmd, EventCommandIgnored, agentrunner.LevelInfo, map[string]any{"kind": cmd.Kind, "reason": why})
-	return "ignored: " + why
-}
-
-// commandEvent records an event caused by an operator's command: who,
-// which command, with what.
-func (s *Scheduler) commandEvent(ch *agentrunner.Change, cmd *agentrunner.Command, typ string, level agentrunner.Level, details map[string]any) {
-	details["operator"], details["command"] = cmd.Operator, cmd.ID
-	if len(cmd.Args) > 0 {
-		details["args"] = cmd.Args
-	}
-	ch.Events = append(ch.Events, &agentrunner.Event{Timestamp: s.clock.Now(), Type: typ, Level: level, Details: details})
 }

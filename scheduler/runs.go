@@ -84,6 +84,9 @@ func (s *Scheduler) begin(ch *agentrunner.Change, rs *runState) {
 // Halted runs are read back as they are, for an operator to resume.
 func (s *Scheduler) recover(ctx context.Context) error {
 	s.batch = newBatch()
+	if err := s.loadControl(ctx); err != nil {
+		return err
+	}
 	runs, err := s.store.Runs(ctx, agentrunner.RunFilter{Unfinished: true})
 	if err != nil {
 		return err
@@ -193,6 +196,9 @@ func (s *Scheduler) resumeStepRun(ch *agentrunner.Change, rs *runState, ss *step
 // max_concurrent_runs queues it; while a run of it is still queued, none
 // is added behind it (the due time moves on), so runs do not pile up.
 func (s *Scheduler) schedules(ctx context.Context) error {
+	if s.control.Paused {
+		return nil // a due run starts at the resume
+	}
 	now := s.clock.Now()
 	for _, p := range s.scheduled {
 		name := p.Name

@@ -39,6 +39,8 @@ type Store interface {
 	agentrunner.RunStore
 	Attempts(ctx context.Context, runID string) ([]*agentrunner.Attempt, error)
 	PendingCommands(ctx context.Context) ([]*agentrunner.Command, error)
+	// Control is the workspace's pause, read back at a start.
+	Control(ctx context.Context) (*agentrunner.Control, error)
 }
 
 // Options wire a scheduler.
@@ -76,6 +78,15 @@ type Options struct {
 	// for good, a halted run resumed) to the change that records what it
 	// is about: the outbox delivers it. Nil: no notifications.
 	Alert func(ch *agentrunner.Change, ev webhook.Event)
+	// Inject, if set, delivers an inject command's message (args agent,
+	// message) to the agent's mailbox and returns the event that says so
+	// (EventInjected), recorded in the transaction that consumes the
+	// command, and the command's result. A crash between the delivery and
+	// that commit delivers it again, so it must be idempotent per command
+	// id. An EINVALID error (no such agent) ignores the command with its
+	// message; another error leaves the command pending for the next look.
+	// Without Inject, inject commands are ignored.
+	Inject func(ctx context.Context, cmd *agentrunner.Command) (*agentrunner.Event, string, error)
 }
 
 // Stats counts what a scheduler did, for benchmarks and metrics.
@@ -101,6 +112,7 @@ type Scheduler struct {
 	awaited *commandResults
 	// starts are runs asked for by Start, handled by the loop.
 	starts chan *startRequest
+	watch  watch
 	// The fields below belong to the goroutine of Run.
 	runs     map[string]*runState
 	halted   map[string]*runState   // waiting for an operator to resume them
@@ -125,6 +137,8 @@ type Scheduler struct {
 	// bounds are the running runs that have a deadline (MaxDuration), with
 	// it; see deadline.go.
 	bounds map[*runState]time.Time
+	// control is the workspace's pause.
+	control agentrunner.Control
 }
 
 // New checks the options and returns a scheduler.
@@ -133,7 +147,7 @@ func New(opts Options) (*Scheduler, error) {
 		return nil, errors.New("scheduler: a store, RunDir and AttemptDir are required")
 	}
 	s := &Scheduler{
-		opts: opts, store: opts.Store, clock: opts.Clock, log: opts.Logger,
+		opts: opts, clock: opts.Clock, log: opts.Logger,
 		labels: map[*agentrunner.Step]*route.Extractor{}, wake: make(chan struct{}, 1), starts: make(chan *startRequest), awaited: newCommandResults(), timed: map[*stepState]*runState{}, due: map[string]time.Time{},
 		runs: map[string]*runState{}, halted: map[string]*runState{}, queued: map[string][]*runState{}, active: map[string]int{},
 	}
@@ -161,6 +175,8 @@ func New(opts Options) (*Scheduler, error) {
 	if s.opts.MaxInterruptions <= 0 {
 		s.opts.MaxInterruptions = 10
 	}
+	s.store = &watchedStore{Store: opts.Store, s: s}
+	s.watch.due = map[*agentrunner.StepAttempt]time.Time{}
 	s.slots = s.opts.MaxAttempts
 	s.results = make(chan *result, s.opts.MaxAttempts)
 	s.ids = newIDAllocator(s.store, s.clock)
@@ -247,6 +263,13 @@ func (s *Scheduler) loop(ctx, workCtx context.Context) error {
 			stop()
 		}
 		s.batch = newBatch()
+		// Commands first: a pause holds the attempts this pass opens.
+		if commandsDue {
+			if err := s.commands(ctx); err != nil {
+				return err
+			}
+			commandsDue = false
+		}
 		if first != nil {
 			s.handle(first)
 		}
@@ -255,12 +278,6 @@ func (s *Scheduler) loop(ctx, workCtx context.Context) error {
 			if err := s.start(ctx, req); err != nil {
 				return err
 			}
-		}
-		if commandsDue {
-			if err := s.commands(ctx); err != nil {
-				return err
-			}
-			commandsDue = false
 		}
 		s.timers()
 		s.overdueRuns()
@@ -366,7 +383,7 @@ func (s *Scheduler) commit(ctx context.Context) error {
 	if len(b.changes) == 0 {
 		return nil
 	}
-	if err := s.store.ApplyAll(ctx, b.changes...); err != nil {
+	if err := s.applyAll(ctx, b.changes); err != nil {
 		return fmt.Errorf("commit %d state changes: %w", len(b.changes), err)
 	}
 	s.stats.commits.Add(1)

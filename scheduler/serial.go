@@ -18,7 +18,7 @@ func runEvent(p *agentrunner.Pipeline, verb string) string {
 // abortSerial applies the loop's abort override, which names no run: it
 // aborts the unfinished run of a serial pipeline (the cycle in flight,
 // running or halted).
-func (s *Scheduler) abortSerial(ch *agentrunner.Change, cmd *agentrunner.Command) string {
+func (s *Scheduler) abortSerial(ch *agentrunner.Change, cmd *agentrunner.Command) {
 	unfinished := maps.Clone(s.runs)
 	maps.Copy(unfinished, s.halted)
 	for _, id := range slices.Sorted(maps.Keys(unfinished)) {
@@ -30,10 +30,11 @@ func (s *Scheduler) abortSerial(ch *agentrunner.Change, cmd *agentrunner.Command
 				named.Args = map[string]any{}
 			}
 			named.Args["run"] = id
-			return s.abort(ch, &named)
+			s.consume(ch, cmd, s.abort(ch, &named))
+			return
 		}
 	}
-	return s.ignore(ch, cmd, "no cycle is running")
+	s.ignore(ch, cmd, "no cycle is running")
 }
 
 // moveTo records, on a run of a serial pipeline, the state it moves to

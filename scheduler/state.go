@@ -49,6 +49,9 @@ type stepState struct {
 	cancel context.CancelFunc
 	// interruptions counts the attempts the runner's stopping cut short.
 	interruptions int
+	// exhausted counts its attempts in a row that failed for want of a
+	// resource.
+	exhausted int
 	// deadline is when a waiting gate decides its default.
 	deadline time.Time
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/agentrunner/agentrunner/graph"
 )
 
-// Event types the scheduler writes, besides the attempt events it shares
-// with the loop engine.
+// Event types the scheduler writes about runs, besides the attempt events
+// of the root package.
 const (
 	EventRunQueued    = "run.queued"
 	EventRunStarted   = "run.started"
@@ -228,7 +228,7 @@ func (s *Scheduler) newAttempt(ch *agentrunner.Change, rs *runState, ss *stepSta
 	case notBefore.After(now):
 		att.Status, att.StartedAt, att.NotBefore = agentrunner.AttemptPending, time.Time{}, notBefore
 		s.batch.delay = append(s.batch.delay, t)
-	case s.slots > 0 && len(s.ready) == 0 && len(s.batch.start) == 0:
+	case s.mayStart() && len(s.ready) == 0 && len(s.batch.start) == 0:
 		s.slots--
 		s.batch.run = append(s.batch.run, t)
 		s.startedEvent(ch, t)
@@ -298,6 +298,9 @@ func (s *Scheduler) failAttempt(ch *agentrunner.Change, rs *runState, ss *stepSt
 	st := rs.pipeline.Steps[ss.sr.Step]
 	att := ss.att
 	s.closeAttempt(ch, rs, ss, agentrunner.AttemptFailed, res, cause)
+	if s.retryExhausted(ch, rs, ss, att, cause) {
+		return // the machine's state, not the step's fault (resource.go)
+	}
 	class := agentrunner.ClassOf(cause)
 	base := att.RetryBase
 	if class == agentrunner.ClassInterrupted {

@@ -4,7 +4,11 @@
 // can cause failures, such as EMFILE, that are hard to cause for real.
 package fileop
 
-import "errors"
+import (
+	"errors"
+	"io/fs"
+	"os"
+)
 
 // Error is a failure of one named operation. It reads as its cause, so
 // the callers' messages stay as they were.
@@ -43,4 +47,22 @@ func Name(err error) (string, bool) {
 		return oe.Op, true
 	}
 	return "", false
+}
+
+// Operation names what failed in err, for the resource.exhausted event:
+// the named operation when there is one, else the system call and its
+// path, else fallback.
+func Operation(err error, fallback string) string {
+	if op, ok := Name(err); ok {
+		return op
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Op + " " + pe.Path
+	}
+	var se *os.SyscallError
+	if errors.As(err, &se) {
+		return se.Syscall
+	}
+	return fallback
 }

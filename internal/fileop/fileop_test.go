@@ -3,6 +3,8 @@ package fileop
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -43,6 +45,27 @@ func TestDo(t *testing.T) {
 			}
 			if err != nil && err.Error() != tt.err.Error() {
 				t.Errorf("message %q, want the cause's %q", err, tt.err)
+			}
+		})
+	}
+}
+
+func TestOperation(t *testing.T) {
+	boom := errors.New("boom")
+	tests := []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"a named operation", fmt.Errorf("x: %w", &Error{Op: "write prompt", Err: &fs.PathError{Op: "open", Path: "/p", Err: boom}}), "write prompt"},
+		{"a path error", fmt.Errorf("x: %w", &fs.PathError{Op: "write", Path: "/db-wal", Err: boom}), "write /db-wal"},
+		{"a system call", os.NewSyscallError("pipe2", boom), "pipe2"},
+		{"anything else", boom, "commit"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, Operation(tt.err, "commit")); diff != "" {
+				t.Errorf("Operation (-want +got):\n%s", diff)
 			}
 		})
 	}
