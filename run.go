@@ -181,6 +181,12 @@ type CommandTaker interface {
 	Stale(cmd *Command) string
 }
 
+// InputLister is a step kind that names the input artifacts a step of
+// its kind reads, for the context of a failure that escalates (FR-048).
+type InputLister interface {
+	Inputs(run *Run, step *Step) []string
+}
+
 // RetryPolicy is how often a failed attempt is tried again: at most Max
 // retries, waiting Backoff[i] before retry i+1 (the last wait repeats).
 type RetryPolicy struct {

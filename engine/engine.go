@@ -135,6 +135,7 @@ func (e *Engine) scheduler(pipelines map[string]*agentrunner.Pipeline) (*schedul
 			return ws.Layout.Run(pipeline, id)
 		},
 		AttemptDir: ws.Layout.Attempt,
+		Alert:      e.alert, Inject: e.inject,
 	}
 	if e.opts.Reload != nil {
 		opts.Reload = e.reload

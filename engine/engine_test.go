@@ -223,7 +223,7 @@ func TestRetriesExhaustedEndsTheCycle(t *testing.T) {
 	f := newFixture(t, execsvc.MockOptions{}, func(c *config.Config) { c.Escalation.Policy = config.PolicyFail })
 	f.fail("research", mock.Crash, mock.Crash, mock.Crash, mock.Crash)
 	c := f.runOnce(f.engine())
-	if c.Status != agentrunner.CycleFailed || !strings.Contains(c.Error, "step research failed after 4 attempt(s)") {
+	if c.Status != agentrunner.CycleFailed || !strings.Contains(c.Error, "step research (visit 1) failed after 4 attempt(s)") {
 		t.Fatalf("cycle %s: %q", c.Status, c.Error)
 	}
 	if diff := cmp.Diff([]string{"plan.md"}, files(t, c.Dir)); diff != "" {

@@ -93,7 +93,7 @@ func TestSkipUsesTheLastGoodArtifact(t *testing.T) {
 		t.Error("the cycle's research.md is not the last good one")
 	}
 	skipped := f.eventsOf(EventSkipped)
-	if len(skipped) != 1 || skipped[0].Details["fallback_cycle"] != first.ID {
+	if len(skipped) != 1 || skipped[0].Details["fallback_run"] != first.ID {
 		t.Fatalf("skip events: %+v", skipped)
 	}
 	boxes, _ := mailbox.New(f.ws.Layout.Mailboxes(), 5)
@@ -176,7 +176,7 @@ func TestMaxCycleForcesTheFinalStep(t *testing.T) {
 		}
 	}
 	g.fail("research", mock.Crash)
-	if c := g.runOnce(g.engine()); c.Status != agentrunner.CycleFailed || !strings.Contains(c.Error, "max_cycle") {
+	if c := g.runOnce(g.engine()); c.Status != agentrunner.CycleFailed || !strings.Contains(c.Error, "ran longer than its max duration (1h0m0s)") {
 		t.Errorf("without a final step: cycle %s: %q, want failed on max_cycle", c.Status, c.Error)
 	}
 }

@@ -2,10 +2,12 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
 	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/mailbox"
 	"github.com/agentrunner/agentrunner/scheduler"
 	"github.com/agentrunner/agentrunner/webhook"
 )
@@ -70,8 +72,33 @@ const (
 	// EventEscalation: a step failed for good and its policy applies.
 	EventEscalation = "escalation"
 	// Operators' overrides (FR-162..167).
-	EventPaused         = "loop.paused"
-	EventUnpaused       = "loop.resumed"
-	EventInjected       = "mailbox.injected"
+	EventPaused         = scheduler.EventPaused
+	EventUnpaused       = scheduler.EventUnpaused
+	EventInjected       = scheduler.EventInjected
 	EventCommandIgnored = scheduler.EventCommandIgnored
 )
+
+// inject puts an operator's message into an agent's mailbox: the agent
+// reads it on its next run, or at its next turn if it is a model agent
+// running now. The message's id is the command's, so a crash between the
+// file write and the commit replaces the message instead of doubling it.
+func (e *Engine) inject(_ context.Context, cmd *agentrunner.Command) (*agentrunner.Event, string, error) {
+	agent, _ := cmd.Args["agent"].(string)
+	body, _ := cmd.Args["message"].(string)
+	e.cfgMu.RLock()
+	known, boxes := e.cfg.Agents[agent] != nil, e.boxes
+	e.cfgMu.RUnlock()
+	if !known {
+		return nil, "", agentrunner.Errorf(agentrunner.EINVALID, "no agent %q", agent)
+	}
+	msg := mailbox.Message{
+		ID: fmt.Sprintf("inject-%d", cmd.ID), Time: cmd.CreatedAt, From: "operator:" + cmd.Operator, Kind: mailbox.Inject, Body: body,
+	}
+	if _, err := boxes.Deposit(agent, msg); err != nil {
+		return nil, "", err
+	}
+	ev := &agentrunner.Event{Timestamp: e.clock.Now(), Type: EventInjected, Agent: agent, Level: agentrunner.LevelInfo, Details: map[string]any{
+		"operator": cmd.Operator, "command": cmd.ID, "to": agent, "message_id": msg.ID, "bytes": len(body),
+	}}
+	return ev, "delivered to the mailbox of " + agent, nil
+}

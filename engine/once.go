@@ -1,60 +1,29 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
-	"slices"
 	"sync"
 
 	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/scheduler"
 )
 
 // RunOnce runs one cycle of the learning loop to its end: the unfinished
 // one if there is one, else a new one started now, whatever the schedule
 // says. It returns the finished cycle; an error means the cycle could not
-// be driven to its end (the context ended, or the store failed). A halted
-// cycle is returned as it is, unless an operator's resume is pending.
-// Runs of other pipelines that are in flight make progress meanwhile; no
-// schedule starts a run.
+// be driven to its end (the context ended, or the store failed). The
+// operators' pending commands apply first: a halted cycle is returned as
+// it is, unless a resume is pending; an aborted one makes way for a new
+// cycle. Runs of other pipelines that are in flight make progress
+// meanwhile; no schedule starts a run.
 func (e *Engine) RunOnce(ctx context.Context) (*agentrunner.Cycle, error) {
 	cfg := e.Config()
 	if !cfg.HasLoop() {
 		return nil, agentrunner.Errorf(agentrunner.EINVALID, "the workspace has no learning loop (pipeline:) to run a cycle of: start a run of one of its pipelines instead")
 	}
-	c, err := e.store.UnfinishedCycle(ctx, cfg.Name)
-	switch {
-	case agentrunner.ErrorCode(err) == agentrunner.ENOTFOUND:
-		c = nil
-	case err != nil:
-		return nil, err
-	}
-	if c != nil && c.Status == agentrunner.CycleHalted {
-		if resume, err := e.resumePending(ctx); err != nil || !resume {
-			return c, err
-		}
-	}
-	return e.drive(ctx, cfg.Name, c)
-}
-
-// resumePending reports whether an operator's resume waits to be applied.
-func (e *Engine) resumePending(ctx context.Context) (bool, error) {
-	cmds, err := e.store.PendingCommands(ctx)
-	if err != nil {
-		return false, err
-	}
-	return slices.ContainsFunc(cmds, func(c *agentrunner.Command) bool { return c.Kind == agentrunner.CommandResume }), nil
-}
-
-// drive runs an unscheduled scheduler until the cycle c (nil: a new one,
-// started by a command) ends or halts, and returns it.
-func (e *Engine) drive(ctx context.Context, loop string, c *agentrunner.Cycle) (*agentrunner.Cycle, error) {
-	pipelines := e.Config().Graphs()
-	for name, p := range pipelines {
-		unscheduled := *p
-		unscheduled.Every = 0
-		pipelines[name] = &unscheduled
-	}
-	sched, err := e.scheduler(pipelines)
+	sched, err := e.unscheduled()
 	if err != nil {
 		return nil, err
 	}
@@ -63,25 +32,63 @@ func (e *Engine) drive(ctx context.Context, loop string, c *agentrunner.Cycle) (
 	defer e.setEnded(nil)
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	done := make(chan error, 1)
+	var runErr error
+	stopped := make(chan struct{})
 	e.active.Store(sched)
-	go func() { done <- sched.Run(ctx) }()
-	id := ""
-	if c != nil {
-		id = c.ID
-	} else if id, err = sched.Start(ctx, loop); err != nil {
-		stop()
-		<-done
-		return nil, err
-	}
-	if err := ends.wait(ctx, id, done); err != nil {
-		return nil, err
+	go func() {
+		runErr = sched.Run(ctx)
+		close(stopped)
+	}()
+	c, err := e.cycleOnce(ctx, sched, cfg.Name, stopped)
+	if err == nil && c.Status != agentrunner.CycleHalted {
+		err = ends.wait(ctx, c.ID, stopped)
 	}
 	stop()
-	if err := <-done; err != nil {
+	<-stopped
+	if err = cmp.Or(runErr, err); err != nil {
 		return nil, err
 	}
-	return e.store.Cycle(context.WithoutCancel(ctx), id)
+	return e.store.Cycle(context.WithoutCancel(ctx), c.ID)
+}
+
+// unscheduled is a scheduler of the workspace's pipelines without their
+// schedules.
+func (e *Engine) unscheduled() (*scheduler.Scheduler, error) {
+	pipelines := e.Config().Graphs()
+	for name, p := range pipelines {
+		unscheduled := *p
+		unscheduled.Every = 0
+		pipelines[name] = &unscheduled
+	}
+	return e.scheduler(pipelines)
+}
+
+// cycleOnce waits until sched has applied the pending commands, then
+// returns the cycle RunOnce drives: the running or halted one, else the
+// oldest one queued (a force-cycle given while a cycle ran), else a new
+// one it starts.
+func (e *Engine) cycleOnce(ctx context.Context, sched *scheduler.Scheduler, loop string, stopped <-chan struct{}) (*agentrunner.Cycle, error) {
+	select {
+	case <-sched.Ready():
+	case <-stopped:
+		return nil, cmp.Or(ctx.Err(), errors.New("the scheduler stopped before it was ready"))
+	}
+	c, err := e.store.UnfinishedCycle(ctx, loop)
+	if agentrunner.ErrorCode(err) != agentrunner.ENOTFOUND {
+		return c, err
+	}
+	queued, err := e.store.Runs(ctx, agentrunner.RunFilter{Pipeline: loop, Status: agentrunner.RunQueued})
+	if err != nil {
+		return nil, err
+	}
+	if len(queued) > 0 {
+		return queued[len(queued)-1], nil
+	}
+	id, err := sched.Start(ctx, loop)
+	if err != nil {
+		return nil, err
+	}
+	return &agentrunner.Cycle{ID: id}, nil
 }
 
 // setEnded sets the function told of every committed event (nil: none).
@@ -119,9 +126,8 @@ func (w *ends) observe(ev *agentrunner.Event) {
 	}
 }
 
-// wait waits until run id ended, or the scheduler stopped (its error, or
-// ctx's), or ctx ended.
-func (w *ends) wait(ctx context.Context, id string, done <-chan error) error {
+// wait waits until run id ended, or the scheduler stopped, or ctx ended.
+func (w *ends) wait(ctx context.Context, id string, stopped <-chan struct{}) error {
 	for {
 		w.mu.Lock()
 		ended := w.ended[id]
@@ -131,14 +137,8 @@ func (w *ends) wait(ctx context.Context, id string, done <-chan error) error {
 		}
 		select {
 		case <-w.news:
-		case err := <-done:
-			if err == nil {
-				err = ctx.Err()
-			}
-			if err == nil {
-				err = errors.New("the scheduler stopped before the cycle ended")
-			}
-			return err
+		case <-stopped:
+			return cmp.Or(ctx.Err(), errors.New("the scheduler stopped before the cycle ended"))
 		case <-ctx.Done():
 			return ctx.Err()
 		}

@@ -153,11 +153,16 @@ func (s *Scheduler) forceRun(ctx context.Context, ch *agentrunner.Change, cmd *a
 	if p.Every > 0 {
 		s.due[p.Name] = s.clock.Now().Add(p.Every)
 	}
+	verb := "started"
 	if rs := s.runs[id]; rs != nil && rs.run.Status == agentrunner.RunQueued {
-		s.consume(ch, cmd, "queued run "+id)
-		return nil
+		verb = "queued"
 	}
-	s.consume(ch, cmd, "started run "+id)
+	for _, ev := range ch.Events {
+		if ev.CycleID == id && ev.Type == runEvent(p, verb) {
+			ev.Details["forced_by"], ev.Details["command"] = cmd.Operator, cmd.ID
+		}
+	}
+	s.consume(ch, cmd, fmt.Sprintf("%s %s %s", verb, noun(p), id))
 	return nil
 }
 

@@ -80,7 +80,14 @@ func (s *Scheduler) bound(rs *runState) {
 
 // overdueRuns cuts short the kept runs whose deadline passed, oldest run
 // first.
+//
+// While the workspace is paused nothing is cut short: a pause changes
+// nothing, and a run that outlived its bound meanwhile is forced at the
+// resume.
 func (s *Scheduler) overdueRuns() {
+	if s.control.Paused {
+		return
+	}
 	now := s.clock.Now()
 	var due []*runState
 	for rs, d := range s.bounds {

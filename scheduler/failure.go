@@ -48,6 +48,10 @@ func (s *Scheduler) escalate(ch *agentrunner.Change, rs *runState, ss *stepState
 		Time: s.clock.Now(), Pipeline: rs.run.Pipeline, CycleID: rs.run.ID, Step: st.ID, Agent: agentOf(st),
 		Attempts: att.Number, ErrorClass: string(class), Error: why,
 	}
+	if l, ok := s.opts.Kinds[st.Kind].(agentrunner.InputLister); ok {
+		alert.Inputs = l.Inputs(rs.run, st)
+		details["inputs"] = alert.Inputs
+	}
 	if policy == agentrunner.SkipStep {
 		fb, label, targets, none := s.fallback(rs, ss)
 		if none == "" {
@@ -72,7 +76,7 @@ func (s *Scheduler) escalate(ch *agentrunner.Change, rs *runState, ss *stepState
 			st.ID, ss.sr.Visit, att.Number, class, why))
 		return
 	}
-	s.endRun(ch, rs, agentrunner.RunFailed, fmt.Sprintf("step %s (visit %d) failed: %s", ss.sr.Step, ss.sr.Visit, why))
+	s.endRun(ch, rs, agentrunner.RunFailed, fmt.Sprintf("step %s (visit %d) failed after %d attempt(s): %s: %s", st.ID, ss.sr.Visit, att.Number, class, why))
 }
 
 // fallback asks the step's kind for a stand-in for the failed step run and

@@ -67,10 +67,9 @@ func (s *Scheduler) begin(ch *agentrunner.Change, rs *runState) {
 	// The directory is a view of the run, not its record: it is made
 	// without an fsync, and a step kind makes it again if a crash lost it.
 	if err := os.MkdirAll(r.Dir, 0o755); err != nil {
-		// The run fails with the reason recorded; nothing of it ran.
-		s.putRun(ch, rs)
-		s.endRun(ch, rs, agentrunner.RunFailed, fmt.Sprintf("create the run's directory: %v", err))
-		return
+		// The step kinds make it when they publish into it; a failure that
+		// lasts fails their attempts, with the reason.
+		s.log.Warn("creating a run's directory", "run", r.ID, "dir", r.Dir, "error", err)
 	}
 	s.putRun(ch, rs)
 	s.event(ch, rs, "", runEvent(rs.pipeline, "started"), agentrunner.LevelInfo, map[string]any{"pipeline": r.Pipeline, "dir": r.Dir, "inputs": r.Inputs})

@@ -112,6 +112,9 @@ type Scheduler struct {
 	awaited *commandResults
 	// starts are runs asked for by Start, handled by the loop.
 	starts chan *startRequest
+	// settled is closed after the first pass (see Ready).
+	settled     chan struct{}
+	settledOnce sync.Once
 	watch  watch
 	// The fields below belong to the goroutine of Run.
 	runs     map[string]*runState
@@ -148,7 +151,7 @@ func New(opts Options) (*Scheduler, error) {
 	}
 	s := &Scheduler{
 		opts: opts, clock: opts.Clock, log: opts.Logger,
-		labels: map[*agentrunner.Step]*route.Extractor{}, wake: make(chan struct{}, 1), starts: make(chan *startRequest), awaited: newCommandResults(), timed: map[*stepState]*runState{}, due: map[string]time.Time{},
+		labels: map[*agentrunner.Step]*route.Extractor{}, wake: make(chan struct{}, 1), starts: make(chan *startRequest), settled: make(chan struct{}), awaited: newCommandResults(), timed: map[*stepState]*runState{}, due: map[string]time.Time{},
 		runs: map[string]*runState{}, halted: map[string]*runState{}, queued: map[string][]*runState{}, active: map[string]int{},
 	}
 	for _, name := range slices.Sorted(maps.Keys(opts.Pipelines)) {
@@ -290,8 +293,15 @@ func (s *Scheduler) loop(ctx, workCtx context.Context) error {
 		if req != nil {
 			req.reply <- req.id
 		}
+		s.settledOnce.Do(func() { close(s.settled) })
 	}
 }
+
+// Ready is closed once Run has read the unfinished runs back and applied
+// the commands that were pending when it started (those it applies at
+// once: a force-cycle waits while paused, and a step kind's commands wait
+// for its attempts).
+func (s *Scheduler) Ready() <-chan struct{} { return s.settled }
 
 // drain handles every result that is already there, so they commit
 // together.
@@ -370,7 +380,9 @@ func (s *Scheduler) nextDue() (time.Time, bool) {
 		earliest(at)
 	}
 	for _, d := range s.bounds {
-		earliest(d) // a run's deadline
+		if !s.control.Paused {
+			earliest(d) // a run's deadline
+		}
 	}
 	return due, !due.IsZero()
 }

@@ -367,6 +367,7 @@ func (s *Scheduler) settle(ch *agentrunner.Change, rs *runState) {
 // unfinished step runs are canceled and their attempts stopped.
 func (s *Scheduler) endRun(ch *agentrunner.Change, rs *runState, status agentrunner.RunStatus, why string) {
 	now := s.clock.Now()
+	at := rs.run.Step // a serial run's step, where it ends
 	r := *rs.run
 	r.Status, r.Error = status, why
 	if status != agentrunner.RunHalted {
@@ -397,11 +398,11 @@ func (s *Scheduler) endRun(ch *agentrunner.Change, rs *runState, status agentrun
 		agentrunner.RunCompleted: "completed", agentrunner.RunFailed: "failed",
 		agentrunner.RunHalted: "halted", agentrunner.RunAborted: "aborted",
 	}[status]), agentrunner.LevelInfo
-	details := map[string]any{"pipeline": r.Pipeline, "duration_ms": now.Sub(r.StartedAt).Milliseconds()}
+	details := map[string]any{"pipeline": r.Pipeline, "status": string(status), "duration_ms": now.Sub(r.StartedAt).Milliseconds()}
 	if why != "" {
 		details["error"], level = why, agentrunner.LevelWarn
 	}
-	s.event(ch, rs, "", typ, level, details)
+	s.event(ch, rs, at, typ, level, details)
 	s.finish(ch, rs)
 }
 

@@ -180,7 +180,7 @@ func TestRunOnceFailsWhenTheExecutionServiceIsDown(t *testing.T) {
 		t.Errorf("exit %d, want %d", code, exitFailure)
 	}
 	lastLine := stderr[strings.LastIndex(strings.TrimSpace(stderr), "\n")+1:]
-	for _, why := range []string{"step execute failed after 1 attempt(s)", "connection refused"} {
+	for _, why := range []string{"step execute (visit 1) failed after 1 attempt(s)", "connection refused"} {
 		if !strings.Contains(lastLine, why) {
 			t.Errorf("the last line of stderr should say %q:\n%s", why, lastLine)
 		}

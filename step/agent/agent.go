@@ -27,6 +27,7 @@ const (
 	OpPrompt       = "write prompt"
 	OpReadArtifact = "read artifact"
 	OpPublish      = "publish artifact"
+	OpRunDir       = "create run directory"
 	OpDeliver      = "deliver to mailboxes"
 )
 

@@ -128,3 +128,25 @@ func (at *attempt) ensureMemory(agent string) error {
 	}
 	return nil
 }
+
+var _ agentrunner.InputLister = (*Kind)(nil)
+
+// Inputs names the files an agent step reads: its memory and the run's
+// artifacts it takes (earlier runs' are left out), for a failure's
+// context.
+func (k *Kind) Inputs(run *agentrunner.Run, st *agentrunner.Step) []string {
+	s, ok := st.Config.(*config.Step)
+	if !ok || s == nil || k.cfg.Agents[s.Agent] == nil {
+		return nil
+	}
+	var paths []string
+	for _, in := range k.cfg.Agents[s.Agent].Inputs {
+		switch {
+		case in.Memory != "":
+			paths = append(paths, k.ws.Layout.Memory(in.Memory))
+		case in.History == nil:
+			paths = append(paths, filepath.Join(run.Dir, in.Artifact))
+		}
+	}
+	return paths
+}

@@ -76,9 +76,16 @@ func (at *attempt) reject(err error) {
 // output in the attempt folder is the temporary file, complete since the
 // agent ended; it is fsynced and renamed, so the run directory only ever
 // holds complete, valid artifacts.
+//
+// The run's directory is made here too, durably, when it is missing: the
+// scheduler makes it when the run begins, without an fsync (it is a view
+// of the run), so a crash may lose it.
 func (at *attempt) publish(data []byte) error {
 	file := at.agent.Output.File
 	dst := filepath.Join(at.sa.RunDir, file)
+	if err := at.k.fileOp(OpRunDir, func() error { return atomicfile.MkdirAll(at.sa.RunDir, 0o755) }); err != nil {
+		return agentrunner.Fail(agentrunner.ClassInternal, "create the run's directory: %w", err)
+	}
 	if err := at.k.fileOp(OpPublish, func() error { return atomicfile.Move(at.inv.OutputPath, dst) }); err != nil {
 		return agentrunner.Fail(agentrunner.ClassInternal, "publish %s: %w", file, err)
 	}

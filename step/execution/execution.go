@@ -260,3 +260,13 @@ func (k *Kind) Takes(commandKind string) bool { return commandKind == CommandExe
 func (k *Kind) Stale(cmd *agentrunner.Command) string {
 	return fmt.Sprintf("no strategy is being followed (callback about %v)", cmd.Args["strategy_id"])
 }
+
+var _ agentrunner.InputLister = (*Kind)(nil)
+
+// Inputs names the artifact an execution step hands over.
+func (k *Kind) Inputs(run *agentrunner.Run, st *agentrunner.Step) []string {
+	if s, ok := st.Config.(*config.Step); ok && s != nil {
+		return []string{filepath.Join(run.Dir, s.Artifact)}
+	}
+	return nil
+}
