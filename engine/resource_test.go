@@ -168,9 +168,12 @@ type fullStore struct {
 	n  int
 }
 
-func (s *fullStore) Apply(ctx context.Context, ch *agentrunner.Change) error {
+func (s *fullStore) ApplyAll(ctx context.Context, chs ...*agentrunner.Change) error {
 	s.mu.Lock()
-	full := s.n > 0 && len(ch.Attempts) > 0 && ch.Attempts[0].Status == agentrunner.AttemptSucceeded
+	full := false
+	for _, ch := range chs {
+		full = full || (s.n > 0 && len(ch.Attempts) > 0 && ch.Attempts[0].Status == agentrunner.AttemptSucceeded)
+	}
 	if full {
 		s.n--
 	}
@@ -178,7 +181,7 @@ func (s *fullStore) Apply(ctx context.Context, ch *agentrunner.Change) error {
 	if full {
 		return fmt.Errorf("commit: %w", errors.Join(errors.New("database or disk is full (13)"), syscall.ENOSPC))
 	}
-	return s.Store.Apply(ctx, ch)
+	return s.Store.ApplyAll(ctx, chs...)
 }
 
 // TestFullDiskAtCommitIsWaitedOut: the store cannot commit a step's

@@ -375,15 +375,16 @@ func (c *commandResults) forget(id int64, w chan string) {
 }
 
 // staleCommand is why a command that a step kind takes (CommandTaker) has
-// nothing to act on: no step run of that kind is open. Empty: the command
-// is not one, or an attempt may still take it.
+// nothing to act on: no running run has a step of that kind open or still
+// ahead of it (a callback may come before its step starts). Empty: the
+// command is not one, or an attempt may still take it.
 func (s *Scheduler) staleCommand(cmd *agentrunner.Command) string {
 	for name, k := range s.opts.Kinds {
 		taker, ok := k.(agentrunner.CommandTaker)
 		if !ok || !taker.Takes(cmd.Kind) {
 			continue
 		}
-		if s.kindOpen(name) {
+		if s.kindAhead(name) {
 			return ""
 		}
 		return taker.Stale(cmd)
@@ -391,11 +392,15 @@ func (s *Scheduler) staleCommand(cmd *agentrunner.Command) string {
 	return ""
 }
 
-// kindOpen reports whether a step run of a step of kind is open.
-func (s *Scheduler) kindOpen(kind string) bool {
+// kindAhead reports whether a running run has a step of kind whose
+// latest step run is unfinished, or that it has not reached yet.
+func (s *Scheduler) kindAhead(kind string) bool {
 	for _, rs := range s.runs {
-		for _, ss := range rs.steps {
-			if ss.sr.Status == agentrunner.StepRunOpen && rs.pipeline.Steps[ss.sr.Step].Kind == kind {
+		if rs.run.Status != agentrunner.RunRunning {
+			continue
+		}
+		for id, st := range rs.pipeline.Steps {
+			if ss := rs.latest(id); st.Kind == kind && (ss == nil || !ss.sr.Status.Finished()) {
 				return true
 			}
 		}

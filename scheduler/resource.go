@@ -82,7 +82,7 @@ func (s *Scheduler) applyAll(ctx context.Context, chs []*agentrunner.Change) err
 		}
 		wait := resourceWait(n)
 		ev := &agentrunner.Event{Timestamp: s.clock.Now(), Type: agentrunner.EventResourceExhausted, Level: agentrunner.LevelWarn,
-			Details: exhaustedDetails(err, opCommit, wait)}
+			CycleID: runOf(chs), Details: exhaustedDetails(err, opCommit, wait)}
 		eventlog.Write(s.log, ev)
 		exhausted = append(exhausted, ev)
 		select {
@@ -91,6 +91,21 @@ func (s *Scheduler) applyAll(ctx context.Context, chs []*agentrunner.Change) err
 		case <-s.clock.After(wait):
 		}
 	}
+}
+
+// runOf is the run every event of chs is about, "" when they are about
+// several (a group commit) or none.
+func runOf(chs []*agentrunner.Change) string {
+	run := ""
+	for _, ch := range chs {
+		for _, ev := range ch.Events {
+			if run != "" && ev.CycleID != run {
+				return ""
+			}
+			run = ev.CycleID
+		}
+	}
+	return run
 }
 
 // recordExhausted records the resource.exhausted events of a commit that
