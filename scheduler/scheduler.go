@@ -115,7 +115,7 @@ type Scheduler struct {
 	// settled is closed after the first pass (see Ready).
 	settled     chan struct{}
 	settledOnce sync.Once
-	watch  watch
+	watch       watch
 	// The fields below belong to the goroutine of Run.
 	runs     map[string]*runState
 	halted   map[string]*runState   // waiting for an operator to resume them
