@@ -259,6 +259,10 @@ func TestLoopParallel(t *testing.T) {
 	if diff := cmp.Diff(want, c.LoopSteps()); diff != "" {
 		t.Errorf("steps (-want +got):\n%s", diff)
 	}
+	stages := [][]string{{"plan"}, {"research", "analyze"}, {"synthesize"}, {"execute"}, {"evaluate"}}
+	if diff := cmp.Diff(stages, c.LoopStages()); diff != "" {
+		t.Errorf("stages (-want +got):\n%s", diff)
+	}
 	loop := c.Loop()
 	if got := loop.Steps["plan"].Then; !slices.Equal(got, []string{"research", "analyze"}) {
 		t.Errorf("plan's then = %v", got)
@@ -269,29 +273,36 @@ func TestLoopParallel(t *testing.T) {
 }
 
 // TestLoopStepsOrder: LoopSteps puts a join after all its branches, however
-// long they are, and walks a loop of a Config built by hand once around.
+// long they are, and walks a loop of a Config built by hand once around;
+// LoopStages groups the steps that run in parallel.
 func TestLoopStepsOrder(t *testing.T) {
 	step := func(next string, then ...string) *Step { return &Step{Next: next, Then: then} }
 	for _, tt := range []struct {
-		name  string
-		start string
-		steps map[string]*Step
-		want  []string
+		name   string
+		start  string
+		steps  map[string]*Step
+		want   []string
+		stages [][]string
 	}{
-		{"chain", "a", map[string]*Step{"a": step("b"), "b": step("c"), "c": step("end")}, []string{"a", "b", "c"}},
+		{"chain", "a", map[string]*Step{"a": step("b"), "b": step("c"), "c": step("end")},
+			[]string{"a", "b", "c"}, [][]string{{"a"}, {"b"}, {"c"}}},
 		{"long branch", "a", map[string]*Step{
 			"a": step("", "b", "c"), "b": step("b2"), "b2": step("b3"), "b3": step("j"), "c": step("j"), "j": step("end"),
-		}, []string{"a", "b", "c", "b2", "b3", "j"}},
+		}, []string{"a", "b", "c", "b2", "b3", "j"}, [][]string{{"a"}, {"b", "c"}, {"b2"}, {"b3"}, {"j"}}},
 		{"nested", "a", map[string]*Step{
 			"a": step("", "b", "c"), "b": step("", "d", "e"), "c": step("j"), "d": step("k"), "e": step("k"), "k": step("j"), "j": step("end"),
-		}, []string{"a", "b", "c", "d", "e", "k", "j"}},
-		{"hand-built loop", "a", map[string]*Step{"a": step("b"), "b": step("c"), "c": step("b")}, []string{"a", "b", "c"}},
-		{"no start", "x", map[string]*Step{"a": step("end")}, nil},
+		}, []string{"a", "b", "c", "d", "e", "k", "j"}, [][]string{{"a"}, {"b", "c"}, {"d", "e"}, {"k"}, {"j"}}},
+		{"hand-built loop", "a", map[string]*Step{"a": step("b"), "b": step("c"), "c": step("b")},
+			[]string{"a", "b", "c"}, [][]string{{"a"}, {"b"}, {"c"}}},
+		{"no start", "x", map[string]*Step{"a": step("end")}, nil, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c := &Config{Pipeline: Pipeline{Start: tt.start, Steps: tt.steps}}
 			if diff := cmp.Diff(tt.want, c.LoopSteps()); diff != "" {
 				t.Errorf("LoopSteps (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.stages, c.LoopStages()); diff != "" {
+				t.Errorf("LoopStages (-want +got):\n%s", diff)
 			}
 		})
 	}

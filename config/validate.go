@@ -861,6 +861,25 @@ func (c *Config) LoopSteps() []string {
 	return order
 }
 
+// LoopStages returns the steps of LoopSteps in stages: a step starts a new
+// stage when a step of the current one leads to it, else it runs in
+// parallel with the current stage's steps and joins it. A chain is one
+// step a stage.
+func (c *Config) LoopStages() [][]string {
+	order := c.LoopSteps()
+	before := c.loopBefore(order)
+	var stages [][]string
+	for _, id := range order {
+		last := len(stages) - 1
+		if last >= 0 && !slices.ContainsFunc(stages[last], func(s string) bool { return before[id][s] }) {
+			stages[last] = append(stages[last], id)
+			continue
+		}
+		stages = append(stages, []string{id})
+	}
+	return stages
+}
+
 // firstUndone is the first step of ids not done.
 func firstUndone(ids []string, done map[string]bool) string {
 	for _, id := range ids {

@@ -25,7 +25,8 @@ func TestInitParallel(t *testing.T) {
 			t.Errorf("agentrunner.yaml has no %q", line)
 		}
 	}
-	if code, stdout, stderr := cliRun(t, "validate", "-c", cliConfigPath(dir)); code != exitOK || !strings.Contains(stdout, "is valid") {
+	const stages = "pipeline plan → research ‖ analyze → synthesize → execute → evaluate → end"
+	if code, stdout, stderr := cliRun(t, "validate", "-c", cliConfigPath(dir)); code != exitOK || !strings.Contains(stdout, stages) {
 		t.Errorf("validate: exit %d, stdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
 	code, _, stderr = cliRun(t, "init", "--example", "review", "--parallel", t.TempDir())
