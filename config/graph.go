@@ -18,9 +18,10 @@ var runIDFormats = []string{string(agentrunner.RunIDTimestamp), string(agentrunn
 // DefaultRunID is the run id format of a pipeline under pipelines:.
 const DefaultRunID = agentrunner.RunIDSeq
 
-// graphStepKeys are the step keys of graphs: the learning loop's pipeline:
-// is a chain and refuses them.
-var graphStepKeys = []string{"routes", "label", "then", "join", "max_visits", "on_cap", "gate"}
+// graphStepKeys are the step keys of graphs that the learning loop's
+// pipeline: refuses: its steps run once per cycle, so it has no routes
+// and no loops; it may fan out (then) and join.
+var graphStepKeys = []string{"routes", "label", "max_visits", "on_cap", "gate"}
 
 // graphPipelineKeys are the pipeline keys of pipelines: only.
 var graphPipelineKeys = []string{"run_id", "max_concurrent_runs", "inputs_schema", "schedule", "max_duration"}
@@ -144,7 +145,7 @@ func (c *Config) given(key string) bool {
 func (v *validator) loopOnly(key string) {
 	for _, k := range graphStepKeys {
 		if v.c.given(key + "." + k) {
-			v.add(key+"."+k, "%s is a key of graphs, and pipeline: is the learning loop, a chain: move the pipeline under pipelines: (pipelines: {NAME: {start, steps}}) to use it", k)
+			v.add(key+"."+k, "%s is a key of graphs, and pipeline: is the learning loop, a chain (with parallel branches at most: then and join): move the pipeline under pipelines: (pipelines: {NAME: {start, steps}}) to use it", k)
 		}
 	}
 }

@@ -78,9 +78,9 @@ func TestGraphFaults(t *testing.T) {
 			`testdata/graphs/graph-keys-in-pipeline/agentrunner.yaml:11:3: pipeline.schedule: applies to pipelines under pipelines: only; the learning loop's cycles have timestamp ids, run one at a time and follow schedule:`,
 			`testdata/graphs/graph-keys-in-pipeline/agentrunner.yaml:20:3: pipeline.max_duration: applies to pipelines under pipelines: only; the learning loop's cycles have timestamp ids, run one at a time and follow schedule:`,
 			`testdata/graphs/graph-keys-in-pipeline/agentrunner.yaml:19:15: pipeline.steps.approve.kind: gate steps run in graphs, and pipeline: is the learning loop, a chain: move the pipeline under pipelines: (pipelines: {NAME: {start, steps}}) to use gates`,
-			`testdata/graphs/graph-keys-in-pipeline/agentrunner.yaml:17:7: pipeline.steps.review.routes: routes is a key of graphs, and pipeline: is the learning loop, a chain: move the pipeline under pipelines: (pipelines: {NAME: {start, steps}}) to use it`,
-			`testdata/graphs/graph-keys-in-pipeline/agentrunner.yaml:16:7: pipeline.steps.review.label: label is a key of graphs, and pipeline: is the learning loop, a chain: move the pipeline under pipelines: (pipelines: {NAME: {start, steps}}) to use it`,
-			`testdata/graphs/graph-keys-in-pipeline/agentrunner.yaml:18:7: pipeline.steps.review.max_visits: max_visits is a key of graphs, and pipeline: is the learning loop, a chain: move the pipeline under pipelines: (pipelines: {NAME: {start, steps}}) to use it`,
+			`testdata/graphs/graph-keys-in-pipeline/agentrunner.yaml:17:7: pipeline.steps.review.routes: routes is a key of graphs, and pipeline: is the learning loop, a chain (with parallel branches at most: then and join): move the pipeline under pipelines: (pipelines: {NAME: {start, steps}}) to use it`,
+			`testdata/graphs/graph-keys-in-pipeline/agentrunner.yaml:16:7: pipeline.steps.review.label: label is a key of graphs, and pipeline: is the learning loop, a chain (with parallel branches at most: then and join): move the pipeline under pipelines: (pipelines: {NAME: {start, steps}}) to use it`,
+			`testdata/graphs/graph-keys-in-pipeline/agentrunner.yaml:18:7: pipeline.steps.review.max_visits: max_visits is a key of graphs, and pipeline: is the learning loop, a chain (with parallel branches at most: then and join): move the pipeline under pipelines: (pipelines: {NAME: {start, steps}}) to use it`,
 		}},
 		{"on-cap-word", []string{
 			`testdata/graphs/on-cap-word/agentrunner.yaml:12:55: pipelines.p.steps.a.on_cap: want halt, {to: STEP} or {gate: STEP}, got the string "stop"`,
@@ -113,6 +113,16 @@ func TestGraphFaults(t *testing.T) {
 		{"time-bound", []string{
 			`testdata/graphs/time-bound/agentrunner.yaml:9:5: pipelines.p.max_duration: must be positive: the longest a run may last before it is forced to its final step (leave it out for no bound)`,
 			`testdata/graphs/time-bound/agentrunner.yaml:10:5: pipelines.p.final: "z" is not a step of the pipeline`,
+		}},
+		{"loop-parallel-reads-sibling", []string{
+			`testdata/graphs/loop-parallel-reads-sibling/agentrunner.yaml:9:36: agents.analysis.inputs[1].artifact: "research.md" is produced by step research, which runs in parallel with analyze: it may not be written yet when analyze starts; read the last cycle's (history: {last: 1}) or join both branches before analyze`,
+			`testdata/graphs/loop-parallel-reads-sibling/agentrunner.yaml:11:66: agents.synthesis.inputs[1].artifact: "report.md" is not produced by a step before "synthesize"`,
+		}},
+		{"loop-join-any", []string{
+			`testdata/graphs/loop-join-any/agentrunner.yaml:8:51: agents.d.inputs[1].artifact: "c.md" is produced by step c, which runs in parallel with d: it may not be written yet when d starts; read the last cycle's (history: {last: 1}) or join both branches before d`,
+		}},
+		{"loop-branches-without-join", []string{
+			`testdata/graphs/loop-branches-without-join/agentrunner.yaml:15:5: pipeline.steps.d: steps b, c lead to it, on parallel branches: give it join: all, so that it runs once per cycle, after all of them`,
 		}},
 		{"input-not-produced", []string{
 			`testdata/graphs/input-not-produced/agentrunner.yaml:14:11: pipelines.p.steps.b.agent: agent b reads "notes.md", which no step of the pipeline produces`,
@@ -241,6 +251,67 @@ func TestLearningLoopUnchanged(t *testing.T) {
 	}
 	if c.Pipeline.Name != c.Name {
 		t.Errorf("pipeline: is named %q, want the workspace's name %q", c.Pipeline.Name, c.Name)
+	}
+}
+
+// TestLoopParallel: the learning loop's pipeline: may fan out (then) and
+// join; its steps come in an order where each follows the steps that lead
+// to it, and the loop's root Pipeline keeps the branches and the join.
+func TestLoopParallel(t *testing.T) {
+	c, err := Load("testdata/graphs/loop-parallel/agentrunner.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"plan", "research", "analyze", "synthesize", "execute", "evaluate"}
+	if diff := cmp.Diff(want, c.LoopSteps()); diff != "" {
+		t.Errorf("steps (-want +got):\n%s", diff)
+	}
+	stages := [][]string{{"plan"}, {"research", "analyze"}, {"synthesize"}, {"execute"}, {"evaluate"}}
+	if diff := cmp.Diff(stages, c.LoopStages()); diff != "" {
+		t.Errorf("stages (-want +got):\n%s", diff)
+	}
+	loop := c.Loop()
+	if got := loop.Steps["plan"].Then; !slices.Equal(got, []string{"research", "analyze"}) {
+		t.Errorf("plan's then = %v", got)
+	}
+	if got := loop.Steps["synthesize"].Join; got != agentrunner.JoinAll {
+		t.Errorf("synthesize's join = %q, want all", got)
+	}
+}
+
+// TestLoopStepsOrder: LoopSteps puts a join after all its branches, however
+// long they are, and walks a loop of a Config built by hand once around;
+// LoopStages groups the steps that run in parallel.
+func TestLoopStepsOrder(t *testing.T) {
+	step := func(next string, then ...string) *Step { return &Step{Next: next, Then: then} }
+	for _, tt := range []struct {
+		name   string
+		start  string
+		steps  map[string]*Step
+		want   []string
+		stages [][]string
+	}{
+		{"chain", "a", map[string]*Step{"a": step("b"), "b": step("c"), "c": step("end")},
+			[]string{"a", "b", "c"}, [][]string{{"a"}, {"b"}, {"c"}}},
+		{"long branch", "a", map[string]*Step{
+			"a": step("", "b", "c"), "b": step("b2"), "b2": step("b3"), "b3": step("j"), "c": step("j"), "j": step("end"),
+		}, []string{"a", "b", "c", "b2", "b3", "j"}, [][]string{{"a"}, {"b", "c"}, {"b2"}, {"b3"}, {"j"}}},
+		{"nested", "a", map[string]*Step{
+			"a": step("", "b", "c"), "b": step("", "d", "e"), "c": step("j"), "d": step("k"), "e": step("k"), "k": step("j"), "j": step("end"),
+		}, []string{"a", "b", "c", "d", "e", "k", "j"}, [][]string{{"a"}, {"b", "c"}, {"d", "e"}, {"k"}, {"j"}}},
+		{"hand-built loop", "a", map[string]*Step{"a": step("b"), "b": step("c"), "c": step("b")},
+			[]string{"a", "b", "c"}, [][]string{{"a"}, {"b"}, {"c"}}},
+		{"no start", "x", map[string]*Step{"a": step("end")}, nil, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &Config{Pipeline: Pipeline{Start: tt.start, Steps: tt.steps}}
+			if diff := cmp.Diff(tt.want, c.LoopSteps()); diff != "" {
+				t.Errorf("LoopSteps (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.stages, c.LoopStages()); diff != "" {
+				t.Errorf("LoopStages (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

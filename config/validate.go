@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/agentrunner/agentrunner"
 )
 
 // namePattern is what agent, step and provider names must look like: they
@@ -555,8 +557,8 @@ func (v *validator) pipeline() {
 			v.add(key, "is empty")
 			continue
 		}
-		if s.Next == "" {
-			v.add(key+".next", `is required: a step name or "end"`)
+		if s.Next == "" && len(s.Then) == 0 {
+			v.add(key+".next", `is required: a step name or "end" (or then: [STEP, STEP] for parallel branches)`)
 		}
 		v.retries(key+".retries", s.Retries)
 		if s.OnFailure != "" && !slices.Contains(policies, s.OnFailure) {
@@ -586,6 +588,9 @@ func (v *validator) pipeline() {
 	v.checkGraph("pipeline", c.Loop())
 	if p.Final != "" && p.Steps[p.Final] == nil {
 		v.add("pipeline.final", "final step %q is not a step", p.Final)
+	}
+	if len(v.problems) == before {
+		v.loopJoins(c.LoopSteps())
 	}
 	if len(v.problems) == before {
 		v.dataflow(c.LoopSteps())
@@ -663,17 +668,21 @@ func (v *validator) stepOutput(s *Step) string {
 }
 
 // dataflow checks that every artifact is produced once, and before the
-// steps that read it from the current cycle.
+// steps that read it from the current cycle: by a step that leads to
+// them, not by one on a parallel branch, which may not have written it yet.
 func (v *validator) dataflow(order []string) {
 	c := v.c
-	producedBy := map[string]string{}
+	flow := loopFlow{producer: map[string]string{}, before: c.loopBefore(order)}
+	for _, id := range order {
+		if out := v.producesFile(id); out != "" && flow.producer[out] == "" {
+			flow.producer[out] = id
+		}
+	}
 	for _, id := range order {
 		s := c.Pipeline.Steps[id]
 		key := "pipeline.steps." + id
 		if s.Kind == StepExecution {
-			if producedBy[s.Artifact] == "" {
-				v.add(key+".artifact", "%q is not produced by an earlier step", s.Artifact)
-			}
+			v.readsEarlier(key+".artifact", s.Artifact, id, flow, "%q is not produced by an earlier step", s.Artifact)
 			continue
 		}
 		a := c.Agents[s.Agent]
@@ -681,22 +690,51 @@ func (v *validator) dataflow(order []string) {
 			if in.Artifact == "" || in.History != nil {
 				continue
 			}
-			if producedBy[in.Artifact] == "" {
-				v.add(fmt.Sprintf("agents.%s.inputs[%d].artifact", a.Name, i), "%q is not produced by a step before %q", in.Artifact, id)
-			}
+			v.readsEarlier(fmt.Sprintf("agents.%s.inputs[%d].artifact", a.Name, i), in.Artifact, id, flow, "%q is not produced by a step before %q", in.Artifact, id)
 		}
-		if prev := producedBy[a.Output.File]; prev != "" {
+		if prev := flow.producer[a.Output.File]; prev != id {
 			v.add(key, "produces %q, which step %q already produces", a.Output.File, prev)
 		}
-		producedBy[a.Output.File] = id
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.Agents)) {
 		for i, in := range c.Agents[name].Inputs {
-			if in.History != nil && producedBy[in.Artifact] == "" && !c.graphProduces(in.Artifact) {
+			if in.History != nil && flow.producer[in.Artifact] == "" && !c.graphProduces(in.Artifact) {
 				v.add(fmt.Sprintf("agents.%s.inputs[%d].artifact", name, i), "no step produces %q", in.Artifact)
 			}
 		}
 	}
+}
+
+// loopFlow is what the dataflow check knows of the learning loop: the
+// first step (in LoopSteps order) that produces each artifact, and the
+// steps ended before each step starts.
+type loopFlow struct {
+	producer map[string]string
+	before   map[string]map[string]bool
+}
+
+// readsEarlier reports at key that step reads file from the cycle while
+// no step that ends before it produces it; otherwise says why.
+func (v *validator) readsEarlier(key, file, step string, flow loopFlow, otherwise string, args ...any) {
+	p := flow.producer[file]
+	switch {
+	case p != "" && flow.before[step][p]:
+	case p != "" && p != step && !flow.before[p][step]:
+		v.add(key, "%q is produced by step %s, which runs in parallel with %s: it may not be written yet when %s starts; read the last cycle's (history: {last: 1}) or join both branches before %s",
+			file, p, step, step, step)
+	default:
+		v.add(key, otherwise, args...)
+	}
+}
+
+// producesFile is the artifact a step of the learning loop publishes into
+// the cycle, "" for an execution step.
+func (v *validator) producesFile(id string) string {
+	s := v.c.Pipeline.Steps[id]
+	if s.Kind == StepExecution {
+		return ""
+	}
+	return v.c.Agents[s.Agent].Output.File
 }
 
 // executionStep is the configuration key of the first execution step of
@@ -744,29 +782,176 @@ func (v *validator) executionService() {
 	}
 }
 
-// chainLoop returns the first step the learning loop's chain reaches
-// twice from its start, "" if none.
+// chainLoop returns the first step of the learning loop that leads back
+// to itself from its start, along next and its parallel branches (then),
+// "" if none. Two branches that meet at a join are no loop.
 func (c *Config) chainLoop() string {
-	seen := map[string]bool{}
-	for id := c.Pipeline.Start; id != EndStep && c.Pipeline.Steps[id] != nil; id = c.Pipeline.Steps[id].Next {
-		if seen[id] {
+	state := map[string]int{} // 1: on the path walked, 2: done
+	var visit func(id string) string
+	visit = func(id string) string {
+		switch state[id] {
+		case 1:
 			return id
+		case 2:
+			return ""
+		}
+		state[id] = 1
+		for _, to := range c.loopNext(id) {
+			if again := visit(to); again != "" {
+				return again
+			}
+		}
+		state[id] = 2
+		return ""
+	}
+	if c.Pipeline.Steps[c.Pipeline.Start] == nil {
+		return ""
+	}
+	return visit(c.Pipeline.Start)
+}
+
+// loopNext returns the steps a step of the learning loop leads to: its
+// next, or its parallel branches (then); end and unknown steps are left
+// out.
+func (c *Config) loopNext(id string) []string {
+	s := c.Pipeline.Steps[id]
+	if s == nil {
+		return nil
+	}
+	next := s.Then
+	if len(next) == 0 {
+		next = []string{s.Next}
+	}
+	var out []string
+	for _, to := range next {
+		if to != EndStep && c.Pipeline.Steps[to] != nil {
+			out = append(out, to)
+		}
+	}
+	return out
+}
+
+// loopReach returns the steps of the learning loop reached from its
+// start, in the order a breadth-first walk finds them.
+func (c *Config) loopReach() []string {
+	var out []string
+	seen := map[string]bool{}
+	for queue := []string{c.Pipeline.Start}; len(queue) > 0; queue = queue[1:] {
+		id := queue[0]
+		if seen[id] || c.Pipeline.Steps[id] == nil {
+			continue
 		}
 		seen[id] = true
+		out = append(out, id)
+		queue = append(queue, c.loopNext(id)...)
+	}
+	return out
+}
+
+// LoopSteps returns the steps of the learning loop's pipeline in an order
+// a cycle may run them: from its start, each step after every step that
+// leads to it (a topological order; a join comes after all its branches,
+// the branches of a fan-out in the order then names them); nil without a
+// loop. The graph was checked by Load: a Config built by hand that loops
+// is walked once around.
+func (c *Config) LoopSteps() []string {
+	reach := c.loopReach()
+	waits := map[string]int{} // step → edges into it not walked yet
+	for _, id := range reach {
+		for _, to := range c.loopNext(id) {
+			waits[to]++
+		}
+	}
+	var order []string
+	done := map[string]bool{}
+	for len(order) < len(reach) {
+		queue := []string{firstUndone(reach, done)} // the start, or where a loop stalled the walk
+		for ; len(queue) > 0; queue = queue[1:] {
+			id := queue[0]
+			if done[id] {
+				continue
+			}
+			done[id] = true
+			order = append(order, id)
+			for _, to := range c.loopNext(id) {
+				if waits[to]--; waits[to] == 0 {
+					queue = append(queue, to)
+				}
+			}
+		}
+	}
+	return order
+}
+
+// LoopStages returns the steps of LoopSteps in stages: a step starts a new
+// stage when a step of the current one leads to it, else it runs in
+// parallel with the current stage's steps and joins it. A chain is one
+// step a stage.
+func (c *Config) LoopStages() [][]string {
+	order := c.LoopSteps()
+	before := c.loopBefore(order)
+	var stages [][]string
+	for _, id := range order {
+		last := len(stages) - 1
+		if last >= 0 && !slices.ContainsFunc(stages[last], func(s string) bool { return before[id][s] }) {
+			stages[last] = append(stages[last], id)
+			continue
+		}
+		stages = append(stages, []string{id})
+	}
+	return stages
+}
+
+// firstUndone is the first step of ids not done.
+func firstUndone(ids []string, done map[string]bool) string {
+	for _, id := range ids {
+		if !done[id] {
+			return id
+		}
 	}
 	return ""
 }
 
-// LoopSteps returns the steps of the learning loop's pipeline in the
-// order a cycle runs them, from its start along next; nil without a loop.
-// The chain was checked by Load: a Config built by hand that loops is
-// walked once around.
-func (c *Config) LoopSteps() []string {
-	var order []string
-	seen := map[string]bool{}
-	for id := c.Pipeline.Start; id != EndStep && c.Pipeline.Steps[id] != nil && !seen[id]; id = c.Pipeline.Steps[id].Next {
-		seen[id] = true
-		order = append(order, id)
+// loopBefore returns, for each step of the learning loop, the steps that
+// have ended before it starts in every cycle, given the order of
+// LoopSteps: those that lead to it, and theirs. A join: any waits for one
+// branch only, so before it is only what is before all its branches.
+func (c *Config) loopBefore(order []string) map[string]map[string]bool {
+	before := map[string]map[string]bool{}
+	for _, id := range order {
+		for _, to := range c.loopNext(id) {
+			mine := maps.Clone(before[id])
+			if mine == nil {
+				mine = map[string]bool{}
+			}
+			mine[id] = true
+			prev, seen := before[to]
+			switch {
+			case !seen:
+				before[to] = mine
+			case c.Pipeline.Steps[to].Join == string(agentrunner.JoinAny):
+				maps.DeleteFunc(prev, func(k string, _ bool) bool { return !mine[k] })
+			default:
+				maps.Copy(prev, mine)
+			}
+		}
 	}
-	return order
+	return before
+}
+
+// loopJoins refuses a step of the learning loop that parallel branches
+// lead to without join: it would run once for each branch, and a step
+// runs once per cycle.
+func (v *validator) loopJoins(order []string) {
+	from := map[string][]string{}
+	for _, id := range order {
+		for _, to := range v.c.loopNext(id) {
+			from[to] = append(from[to], id)
+		}
+	}
+	for _, id := range order {
+		if len(from[id]) > 1 && v.c.Pipeline.Steps[id].Join == "" {
+			v.add("pipeline.steps."+id, "steps %s lead to it, on parallel branches: give it join: all, so that it runs once per cycle, after all of them", strings.Join(from[id], ", "))
+		}
+	}
 }

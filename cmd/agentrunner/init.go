@@ -11,7 +11,7 @@ import (
 )
 
 func newInitCommand() *cobra.Command {
-	var force bool
+	var force, parallel bool
 	var provider, example string
 	cmd := &cobra.Command{
 		Use:   "init DIR",
@@ -20,7 +20,9 @@ func newInitCommand() *cobra.Command {
 loop, the default) or review (a review loop whose cap opens a gate for a person, run by
 agentrunner serve and started with agentrunner start review). For crypton, --provider sets
 every agent's provider: mock (offline, the default), openai, anthropic, or process (the
-Claude Code CLI, with the runner's tools over MCP). The workspace is ready to run once the
+Claude Code CLI, with the runner's tools over MCP). --parallel writes the loop with Research
+and Analyze on parallel branches after Plan, joined by Synthesize; the analysis then reads
+the last cycle's research (see docs/pipelines.md). The workspace is ready to run once the
 provider's key is set.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -30,6 +32,9 @@ provider's key is set.`,
 				if cmd.Flags().Changed("provider") {
 					return usageError(errors.New("--provider applies to the crypton example; the review example's agents are scripts (see its agentrunner.yaml)"))
 				}
+				if parallel {
+					return usageError(errors.New("--parallel applies to the crypton example, the learning loop"))
+				}
 				return initReview(cmd, args[0], force)
 			default:
 				return usageError(fmt.Errorf("--example %q: choose crypton or review", example))
@@ -37,12 +42,17 @@ provider's key is set.`,
 			if _, ok := crypton.Providers[provider]; !ok {
 				return usageError(fmt.Errorf("--provider %q: choose mock, openai, anthropic or process", provider))
 			}
-			written, err := writeExample(args[0], force, provider)
+			var opts []crypton.Option
+			shape := ""
+			if parallel {
+				opts, shape = append(opts, crypton.Parallel), ", research and analyze in parallel"
+			}
+			written, err := writeExample(args[0], force, provider, opts...)
 			if err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "wrote %d files into %s (agents on the %s provider):\n", len(written), args[0], provider)
+			fmt.Fprintf(out, "wrote %d files into %s (agents on the %s provider%s):\n", len(written), args[0], provider, shape)
 			for _, f := range written {
 				fmt.Fprintf(out, "  %s\n", f)
 			}
@@ -61,6 +71,7 @@ provider's key is set.`,
 	cmd.Flags().BoolVar(&force, "force", false, "overwrite files that already exist")
 	cmd.Flags().StringVar(&provider, "provider", "mock", "provider of every agent: mock, openai, anthropic or process")
 	cmd.Flags().StringVar(&example, "example", "crypton", "the example: crypton or review")
+	cmd.Flags().BoolVar(&parallel, "parallel", false, "crypton: run research and analyze in parallel after plan, joined by synthesize")
 	return cmd
 }
 
@@ -85,10 +96,10 @@ func initReview(cmd *cobra.Command, dir string, force bool) error {
 }
 
 // writeExample writes the embedded example workspace into dir with every
-// agent on the provider of the given kind; existing files are a usage
-// error unless overwrite.
-func writeExample(dir string, overwrite bool, provider string) ([]string, error) {
-	files, err := crypton.Write(dir, overwrite, provider)
+// agent on the provider of the given kind, in the shape opts give;
+// existing files are a usage error unless overwrite.
+func writeExample(dir string, overwrite bool, provider string, opts ...crypton.Option) ([]string, error) {
+	files, err := crypton.Write(dir, overwrite, provider, opts...)
 	var exists *examples.ExistsError
 	if errors.As(err, &exists) {
 		return nil, usageError(err)

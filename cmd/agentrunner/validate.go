@@ -78,7 +78,11 @@ template and JSON Schema, and reports every problem it finds. Exit status 1 if a
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s is valid: %d agents", path, len(ws.Agents))
 			if cfg.HasLoop() {
-				fmt.Fprintf(cmd.OutOrStdout(), ", pipeline %s → end", strings.Join(cfg.LoopSteps(), " → "))
+				var stages []string
+				for _, st := range cfg.LoopStages() {
+					stages = append(stages, strings.Join(st, " ‖ ")) // ‖: in parallel
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), ", pipeline %s → end", strings.Join(stages, " → "))
 			}
 			for _, name := range slices.Sorted(maps.Keys(cfg.Pipelines)) {
 				fmt.Fprintf(cmd.OutOrStdout(), ", pipeline %s (%d steps, from %s)", name, len(cfg.Pipelines[name].Steps), cfg.Pipelines[name].Start)

@@ -26,11 +26,26 @@ var Providers = map[string]string{"mock": "mock", "openai": "openai", "anthropic
 // provider.
 const defaultProvider = "  provider: mock "
 
+// Option changes the workspace Write writes.
+type Option func(*options)
+
+type options struct{ parallel bool }
+
+// Parallel writes the loop with Research and Analyze on parallel branches
+// after Plan, joined by Synthesize (FR-168/169), and its agents' inputs and
+// prompts to match: the analysis reads the last cycle's research.
+func Parallel(o *options) { o.parallel = true }
+
 // Write writes the workspace into dir and returns the files it wrote, with
-// every agent on the provider of the given kind ("" keeps mock). Without
-// overwrite it writes nothing if any file exists, and returns an
-// *ExistsError naming them.
-func Write(dir string, overwrite bool, kind string) ([]string, error) {
+// every agent on the provider of the given kind ("" keeps mock), in the
+// shape the options give (by default, the chain). Without overwrite it
+// writes nothing if any file exists, and returns an *ExistsError naming
+// them.
+func Write(dir string, overwrite bool, kind string, opts ...Option) ([]string, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	provider := "mock"
 	if kind != "" {
 		var ok bool
@@ -39,6 +54,12 @@ func Write(dir string, overwrite bool, kind string) ([]string, error) {
 		}
 	}
 	return examples.Write(dir, Files, overwrite, func(path string, data []byte) ([]byte, error) {
+		if o.parallel && parallelEdits[path] != nil {
+			var err error
+			if data, err = applyEdits(path, data, parallelEdits[path]); err != nil {
+				return nil, err
+			}
+		}
 		if path != "agentrunner.yaml" {
 			return data, nil
 		}
