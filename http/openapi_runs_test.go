@@ -61,6 +61,21 @@ func startAPIRuns(t *testing.T, w *apiWorld) *apiRuns {
 	kind := &runtest.HoldKind{Hold: runtest.HeldInputs, Fail: runtest.FailedInputs}
 	t.Cleanup(kind.Release)
 	ps := cfg.Graphs()
+	// The world's loop is paused, which holds every run of the workspace:
+	// the scheduler starts unpaused, and the store says paused again once
+	// the runs are where the tests want them.
+	paused, err := w.store.Control(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.store.Apply(t.Context(), &agentrunner.Change{Control: &agentrunner.Control{}}); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := w.store.Apply(t.Context(), &agentrunner.Change{Control: paused}); err != nil {
+			t.Fatal(err)
+		}
+	}()
 	sched := runtest.Start(t, w.store, cfg.Dir, kind, ps)
 	r := &apiRuns{srv: w.server(t, func(o *arhttp.Options) { o.Config, o.Pipelines, o.Runs = cfg, ps, sched })}
 	r.done = r.start(t, "load", `{"inputs": {"n": 1}}`)

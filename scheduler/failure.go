@@ -189,7 +189,7 @@ func (s *Scheduler) resumeRun(ch *agentrunner.Change, rs *runState, cmd *agentru
 	for _, ss := range stopped {
 		keys = append(keys, ss.sr.Key())
 	}
-	s.event(ch, rs, "", runEvent(rs.pipeline, "resumed"), agentrunner.LevelInfo, map[string]any{
+	s.event(ch, rs, stopped[0].sr.Step, runEvent(rs.pipeline, "resumed"), agentrunner.LevelInfo, map[string]any{
 		"operator": cmd.Operator, "command": cmd.ID, "step_runs": keys,
 	})
 	for _, ss := range stopped {

@@ -226,7 +226,7 @@ func TestValidateSaysEachProblemOnce(t *testing.T) {
 	dir := cliExample(t)
 	t.Setenv("AGENTRUNNER_PIPELINE_STEPS_SYNTHESIZE_NEXT", "evaluate")
 	code, _, stderr := cliRun(t, "validate", "-c", cliConfigPath(dir))
-	if code != exitFailure || strings.Count(stderr, `steps not reachable from start "plan": [execute]`) != 1 || !strings.Contains(stderr, "has 1 problem(s)") {
+	if code != exitFailure || strings.Count(stderr, `step execute: unreachable: no edge leads to it from the start step "plan"`) != 1 || !strings.Contains(stderr, "has 1 problem(s)") {
 		t.Errorf("exit %d, want 1 and the problem once:\n%s", code, stderr)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -41,11 +42,11 @@ func (p *progress) onEvent(ev *agentrunner.Event) {
 	case agentrunner.EventCycleCompleted:
 		fmt.Fprintf(p.w, "cycle %s completed\n", ev.CycleID)
 	case agentrunner.EventCycleFailed:
-		fmt.Fprintf(p.w, "cycle %s failed at %s\n", ev.CycleID, d["step"])
+		fmt.Fprintf(p.w, "cycle %s failed at %s\n", ev.CycleID, ev.Step)
 	case engine.EventHalted:
-		fmt.Fprintf(p.w, "cycle %s halted at %s: waiting for an operator (agentrunner resume)\n", ev.CycleID, d["step"])
+		fmt.Fprintf(p.w, "cycle %s halted at %s: waiting for an operator (agentrunner resume)\n", ev.CycleID, ev.Step)
 	case engine.EventSkipped:
-		fmt.Fprintf(p.w, "  %-12s skipped: %s of cycle %s stands in\n", ev.Step, d["artifact"], d["fallback_cycle"])
+		fmt.Fprintf(p.w, "  %-12s skipped: %s of cycle %s stands in\n", ev.Step, filepath.Base(fmt.Sprint(d["fallback"])), d["fallback_run"])
 	case engine.EventResumed:
 		fmt.Fprintf(p.w, "cycle %s resumed at %s by %s\n", ev.CycleID, ev.Step, d["operator"])
 	case engine.EventForced:
