@@ -275,3 +275,34 @@ func TestAScheduledPipelineDoesNotQueueASecondRunBehindAQueuedOne(t *testing.T) 
 		t.Errorf("runs of hourly, newest first (-want +got):\n%s", diff)
 	}
 }
+
+// TestAPausedWorkspaceForcesNoOverdueRunUntilTheResume: a pause changes
+// nothing, not even for a run that outlives its bound meanwhile: it is
+// forced at the resume.
+func TestAPausedWorkspaceForcesNoOverdueRunUntilTheResume(t *testing.T) {
+	clock := &manualClock{now: time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)}
+	k := &scriptKind{block: map[string]bool{"work": true}}
+	h := newHarness(t, k, bounded("judge"))
+	h.clock = clock
+	h.run()
+	id := h.startRun("bounded", nil)
+	waitCalls(t, k, 1)
+	if got := h.override(agentrunner.CommandPause, nil); got != "paused" {
+		t.Fatalf("pause: %q", got)
+	}
+	clock.Advance(2 * time.Hour)
+	// A pass of the loop after the advance.
+	if got := h.override(agentrunner.CommandPause, nil); !strings.HasPrefix(got, "ignored: ") {
+		t.Fatalf("second pause: %q", got)
+	}
+	if _, srs := h.waitFor(id, "work still running", func(*agentrunner.Run, []*agentrunner.StepRun) bool { return true }); describe(srs) != "work#1:open" {
+		t.Fatalf("while paused: %s, want work#1:open", describe(srs))
+	}
+	if got := h.override(agentrunner.CommandResume, nil); got != "lifted the pause" {
+		t.Fatalf("resume: %q", got)
+	}
+	r, srs := h.waitDone(id)
+	if r.Status != agentrunner.RunCompleted || describe(sortByOpened(srs)) != "work#1:canceled judge#1:succeeded" {
+		t.Fatalf("run is %s (%q): %s; want forced to judge at the resume", r.Status, r.Error, describe(sortByOpened(srs)))
+	}
+}
