@@ -336,7 +336,9 @@ type StepAttempt struct {
 	Attempt *Attempt
 	// Dir is the attempt's scratch folder; RunDir the run's directory.
 	Dir, RunDir string
-	// Timeout is the attempt's time limit; ctx carries the same deadline.
+	// Timeout is the attempt's time limit, which the kind holds its work
+	// to; ctx's deadline is a little later, for the kind to record what
+	// came of it.
 	Timeout time.Duration
 	// Late: the run is out of time and is forced to its final step, which
 	// judges what the run has: inputs it lacks are named, not fatal.

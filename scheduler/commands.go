@@ -273,6 +273,12 @@ func (s *Scheduler) dispatch(ctx context.Context) {
 	s.starting = nil
 }
 
+// recordSlack is how long past its time limit an attempt's context lasts:
+// the kind holds its own work (an agent's run) to the limit, and has this
+// long after it to record what came of it (publish the output, deliver
+// messages). A kind that overruns it is stopped.
+const recordSlack = time.Minute
+
 // startWorker runs one attempt in its own goroutine, under the step's
 // timeout, and sends the result back to the loop.
 func (s *Scheduler) startWorker(ctx context.Context, t *task) {
@@ -291,12 +297,12 @@ func (s *Scheduler) startWorker(ctx context.Context, t *task) {
 		defer s.workers.Done()
 		if timeout > 0 {
 			var stop context.CancelFunc
-			ctx, stop = context.WithTimeout(ctx, timeout)
+			ctx, stop = context.WithTimeout(ctx, timeout+recordSlack)
 			defer stop()
+			// For Stalled: a worker is late once its context has ended.
+			defer s.track(a, timeout+recordSlack)()
 		}
-		untrack := s.track(a, st.Timeout) // for Stalled
 		res, err := kind.Run(ctx, a)
-		untrack()
 		if err == nil && res == nil {
 			err = agentrunner.Fail(agentrunner.ClassInternal, "step kind %s returned no result", st.Kind)
 		}

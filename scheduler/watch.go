@@ -11,7 +11,7 @@ import (
 
 // Slack before the scheduler counts as stalled: a store call that takes
 // longer than storeTimeout, an attempt whose worker has not returned
-// attemptSlack after its timeout (a step kind that ignores its context).
+// attemptSlack after its context ended (a step kind that ignores it).
 const (
 	storeTimeout = time.Minute
 	attemptSlack = time.Minute
