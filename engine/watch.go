@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"time"
+
+	"github.com/agentrunner/agentrunner/scheduler"
 )
 
 // CheckStrategy runs the strategy watcher (execution.Watcher.CheckStrategy)
@@ -25,15 +27,5 @@ func (e *Engine) Stalled() time.Duration {
 // and exits non-zero, so a supervisor restarts the runner, which resumes
 // where it was (FR-055's internal watchdog).
 func Watchdog(ctx context.Context, e *Engine, grace, interval time.Duration, onStall func(late time.Duration)) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-e.clock.After(interval):
-		}
-		if late := e.Stalled(); late > grace {
-			onStall(late)
-			return
-		}
-	}
+	scheduler.Watchdog(ctx, e.clock, e, grace, interval, onStall)
 }

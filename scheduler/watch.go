@@ -63,16 +63,21 @@ func (s *Scheduler) Stalled() time.Duration {
 	return max(late, 0)
 }
 
+// Staller reports how far past its deadline its work is (Stalled).
+type Staller interface {
+	Stalled() time.Duration
+}
+
 // Watchdog calls onStall once s has stalled for more than grace, checking
-// every interval on the scheduler's clock, until ctx ends. The runner's
-// onStall logs and exits non-zero, so a supervisor restarts it and the
-// scheduler resumes where it was.
-func Watchdog(ctx context.Context, s *Scheduler, grace, interval time.Duration, onStall func(late time.Duration)) {
+// every interval on clock, until ctx ends. The runner's onStall logs and
+// exits non-zero, so a supervisor restarts it and the scheduler resumes
+// where it was.
+func Watchdog(ctx context.Context, clock agentrunner.Clock, s Staller, grace, interval time.Duration, onStall func(late time.Duration)) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-s.clock.After(interval):
+		case <-clock.After(interval):
 		}
 		if late := s.Stalled(); late > grace {
 			onStall(late)

@@ -96,7 +96,7 @@ func TestAnAttemptThatOutlivesItsTimeoutStallsTheScheduler(t *testing.T) {
 	stalled := make(chan time.Duration, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go scheduler.Watchdog(ctx, h.sched, 30*time.Second, 5*time.Second, func(late time.Duration) { stalled <- late })
+	go scheduler.Watchdog(ctx, clock, h.sched, 30*time.Second, 5*time.Second, func(late time.Duration) { stalled <- late })
 	var late time.Duration
 	for deadline := time.Now().Add(30 * time.Second); late == 0; {
 		clock.Advance(time.Second) // fires the watchdog's checks once they wait
