@@ -2,6 +2,7 @@ package agent
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -83,10 +84,15 @@ func (at *attempt) reject(err error) {
 func (at *attempt) publish(data []byte) error {
 	file := at.agent.Output.File
 	dst := filepath.Join(at.sa.RunDir, file)
-	if err := at.k.fileOp(OpRunDir, func() error { return atomicfile.MkdirAll(at.sa.RunDir, 0o755) }); err != nil {
-		return agentrunner.Fail(agentrunner.ClassInternal, "create the run's directory: %w", err)
+	move := func() error { return atomicfile.Move(at.inv.OutputPath, dst) }
+	err := at.k.fileOp(OpPublish, move)
+	if errors.Is(err, fs.ErrNotExist) && missing(at.sa.RunDir) {
+		if err := at.k.fileOp(OpRunDir, func() error { return atomicfile.MkdirAll(at.sa.RunDir, 0o755) }); err != nil {
+			return agentrunner.Fail(agentrunner.ClassInternal, "create the run's directory: %w", err)
+		}
+		err = at.k.fileOp(OpPublish, move)
 	}
-	if err := at.k.fileOp(OpPublish, func() error { return atomicfile.Move(at.inv.OutputPath, dst) }); err != nil {
+	if err != nil {
 		return agentrunner.Fail(agentrunner.ClassInternal, "publish %s: %w", file, err)
 	}
 	at.res.Output, at.res.Path = data, dst
@@ -94,4 +100,10 @@ func (at *attempt) publish(data []byte) error {
 		"artifact": file, "path": dst, "bytes": len(data), "sha256": artifact.Hash(data),
 	})
 	return nil
+}
+
+// missing reports whether nothing is at path.
+func missing(path string) bool {
+	_, err := os.Stat(path)
+	return errors.Is(err, fs.ErrNotExist)
 }

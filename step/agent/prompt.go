@@ -2,7 +2,9 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -21,9 +23,7 @@ const maxInline = 256 << 10
 // prepare builds the attempt's invocation: inputs, token budget, MCP
 // configuration and prompt, which it writes into the attempt folder.
 func (at *attempt) prepare(ctx context.Context) error {
-	// The loop engine made the folder already; the graph scheduler leaves
-	// it to the kind, whose files go there.
-	if err := os.MkdirAll(at.sa.Dir, 0o755); err != nil {
+	if err := attemptFolder(at.sa.Dir); err != nil {
 		return agentrunner.Fail(agentrunner.ClassInternal, "create attempt folder: %w", err)
 	}
 	inputs, err := at.inputs(ctx)
@@ -227,4 +227,18 @@ func (k *Kind) reportChildToolCalls(ctx context.Context, run *agentrunner.Run, s
 			k.opts.OnEvent(ev)
 		}
 	}
+}
+
+// attemptFolder makes an attempt's folder, whose parent (the run's folder
+// of attempts) exists but for the run's first attempt: one system call in
+// the common case.
+func attemptFolder(dir string) error {
+	err := os.Mkdir(dir, 0o755)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return os.MkdirAll(dir, 0o755)
+	case errors.Is(err, fs.ErrExist):
+		return nil
+	}
+	return err
 }
