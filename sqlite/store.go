@@ -60,10 +60,11 @@ const (
 		WHERE runs.pipeline = excluded.pipeline`
 	sqlStepCycle = `UPDATE runs SET step = ?, last_completed_step = ?, ended_at = ?, error = ?
 		WHERE id = ? AND status = 'running' AND step = ?`
-	sqlUpsertStepRun = `
+	// sqlUpsertStepRuns takes its VALUES rows where %s is.
+	sqlUpsertStepRuns = `
 		INSERT INTO step_runs (run_id, step, visit, status, from_key, arrived, label, output,
 			opened_at, ended_at, error, decision)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		VALUES %s
 		ON CONFLICT (run_id, step, visit) DO UPDATE SET
 			status = excluded.status, from_key = excluded.from_key, arrived = excluded.arrived,
 			label = excluded.label, output = excluded.output, opened_at = excluded.opened_at,
@@ -247,10 +248,8 @@ func (w *writer) change(ctx context.Context, ch *agentrunner.Change) (err error)
 			return err
 		}
 	}
-	for _, sr := range ch.StepRuns {
-		if err := w.upsertStepRun(ctx, sr); err != nil {
-			return err
-		}
+	if err := w.upsertStepRuns(ctx, ch.StepRuns); err != nil {
+		return err
 	}
 	if len(ch.Attempts) > 0 {
 		rows := make([][]any, len(ch.Attempts))
@@ -374,25 +373,41 @@ type storedDecision struct {
 	DecidedAt time.Time                  `json:"decided_at"`
 }
 
-// upsertStepRun inserts or updates a step run; the caller holds mu.
-func (w *writer) upsertStepRun(ctx context.Context, sr *agentrunner.StepRun) error {
+// upsertStepRuns inserts or updates step runs in one statement; the caller
+// holds mu.
+func (w *writer) upsertStepRuns(ctx context.Context, srs []*agentrunner.StepRun) error {
+	if len(srs) == 0 {
+		return nil
+	}
+	rows := make([][]any, len(srs))
+	for i, sr := range srs {
+		row, err := stepRunRow(sr)
+		if err != nil {
+			return err
+		}
+		rows[i] = row
+	}
+	if _, err := w.execRows(ctx, sqlUpsertStepRuns, rows); err != nil {
+		return translate(err, fmt.Sprintf("step runs of run %s", srs[0].RunID), "")
+	}
+	return nil
+}
+
+// stepRunRow is the row of a step run in step_runs.
+func stepRunRow(sr *agentrunner.StepRun) ([]any, error) {
 	what := fmt.Sprintf("step run %s of run %s", sr.Key(), sr.RunID)
 	arrived, err := encodeJSON(sr.Arrived, len(sr.Arrived) == 0, "[]")
 	if err != nil {
-		return &agentrunner.Error{Code: agentrunner.EINVALID, Message: what, Err: err}
+		return nil, &agentrunner.Error{Code: agentrunner.EINVALID, Message: what, Err: err}
 	}
 	var decision any
 	if d := sr.Decision; d != nil {
 		if decision, err = encodeJSON(storedDecision(*d), false, ""); err != nil {
-			return &agentrunner.Error{Code: agentrunner.EINVALID, Message: what, Err: err}
+			return nil, &agentrunner.Error{Code: agentrunner.EINVALID, Message: what, Err: err}
 		}
 	}
-	_, err = w.exec(ctx, sqlUpsertStepRun, sr.RunID, sr.Step, sr.Visit, string(sr.Status), sr.From, arrived,
-		sr.Label, sr.Output, encodeTime(sr.OpenedAt), encodeTime(sr.EndedAt), sr.Error, decision)
-	if err != nil {
-		return translate(err, what, "")
-	}
-	return nil
+	return []any{sr.RunID, sr.Step, sr.Visit, string(sr.Status), sr.From, arrived,
+		sr.Label, sr.Output, encodeTime(sr.OpenedAt), encodeTime(sr.EndedAt), sr.Error, decision}, nil
 }
 
 // encodeJSON is v as JSON text, or empty (what an empty value is stored
