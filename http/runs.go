@@ -555,8 +555,33 @@ func (s *Server) openGate(ctx context.Context, run *agentrunner.Run, step string
 	return latest, nil
 }
 
-// handleAbortRun ends a run of the graph scheduler: a run.abort command.
+// handleAbortRun ends a run: a run.abort command. A finished run is a
+// conflict.
 func (s *Server) handleAbortRun(w http.ResponseWriter, r *http.Request) {
+	s.runCommand(w, r, agentrunner.CommandAbortRun, func(run *agentrunner.Run) error {
+		if run.Status.Finished() {
+			return agentrunner.Errorf(agentrunner.ECONFLICT, "run %s is already %s", run.ID, run.Status)
+		}
+		return nil
+	})
+}
+
+// handleResumeRun resumes a halted run: a run.resume command. A run that
+// is not halted is a conflict: only a halted run waits for an operator to
+// resume it.
+func (s *Server) handleResumeRun(w http.ResponseWriter, r *http.Request) {
+	s.runCommand(w, r, agentrunner.CommandResumeRun, func(run *agentrunner.Run) error {
+		if run.Status != agentrunner.RunHalted {
+			return agentrunner.Errorf(agentrunner.ECONFLICT, "run %s is %s, not halted: only a halted run can be resumed", run.ID, run.Status)
+		}
+		return nil
+	})
+}
+
+// runCommand writes a command of kind about the run the path names, with
+// the body's optional reason, once check accepts the run, and answers 202
+// with the command.
+func (s *Server) runCommand(w http.ResponseWriter, r *http.Request, kind string, check func(*agentrunner.Run) error) {
 	run := s.runOf(w, r)
 	if run == nil {
 		return
@@ -571,50 +596,15 @@ func (s *Server) handleAbortRun(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, agentrunner.Errorf(agentrunner.EINVALID, "reason is %d bytes; at most %d", len(body.Reason), maxReasonBytes))
 		return
 	}
-	if run.Status.Finished() {
-		s.writeError(w, r, agentrunner.Errorf(agentrunner.ECONFLICT, "run %s is already %s", run.ID, run.Status))
-		return
-	}
-	args := map[string]any{"run": run.ID}
-	if body.Reason != "" {
-		args["reason"] = body.Reason
-	}
-	cmd, err := s.addCommand(r, agentrunner.CommandAbortRun, "", args)
-	if err != nil {
+	if err := check(run); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	s.wakeRunner()
-	writeJSON(w, http.StatusAccepted, map[string]any{"command": commandOf(cmd)})
-}
-
-// handleResumeRun resumes a halted run of the graph scheduler: a
-// run.resume command. A run that is not halted is a conflict: only a
-// halted run waits for an operator to resume it.
-func (s *Server) handleResumeRun(w http.ResponseWriter, r *http.Request) {
-	run := s.runOf(w, r)
-	if run == nil {
-		return
-	}
-	var body struct {
-		Reason string `json:"reason"`
-	}
-	if !s.decode(w, r, &body, true) {
-		return
-	}
-	if len(body.Reason) > maxReasonBytes {
-		s.writeError(w, r, agentrunner.Errorf(agentrunner.EINVALID, "reason is %d bytes; at most %d", len(body.Reason), maxReasonBytes))
-		return
-	}
-	if run.Status != agentrunner.RunHalted {
-		s.writeError(w, r, agentrunner.Errorf(agentrunner.ECONFLICT, "run %s is %s, not halted: only a halted run can be resumed", run.ID, run.Status))
-		return
-	}
 	args := map[string]any{"run": run.ID}
 	if body.Reason != "" {
 		args["reason"] = body.Reason
 	}
-	cmd, err := s.addCommand(r, agentrunner.CommandResumeRun, "", args)
+	cmd, err := s.addCommand(r, kind, "", args)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
