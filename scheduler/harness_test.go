@@ -185,12 +185,7 @@ func (h *harness) startRun(pipeline string, inputs map[string]any) string {
 // await waits for the run.start command id and returns the run's id.
 func (h *harness) await(id int64) string {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	res, err := h.sched.Await(ctx, id)
-	if err != nil {
-		h.t.Fatalf("command %d: %v", id, err)
-	}
+	res := h.commandResult(id)
 	run, ok := strings.CutPrefix(res, "started run ")
 	if !ok {
 		h.t.Fatalf("command %d: %s", id, res)
