@@ -395,15 +395,17 @@ func (w *writer) upsertStepRuns(ctx context.Context, srs []*agentrunner.StepRun)
 
 // stepRunRow is the row of a step run in step_runs.
 func stepRunRow(sr *agentrunner.StepRun) ([]any, error) {
-	what := fmt.Sprintf("step run %s of run %s", sr.Key(), sr.RunID)
+	invalid := func(err error) error {
+		return &agentrunner.Error{Code: agentrunner.EINVALID, Message: fmt.Sprintf("step run %s of run %s", sr.Key(), sr.RunID), Err: err}
+	}
 	arrived, err := encodeJSON(sr.Arrived, len(sr.Arrived) == 0, "[]")
 	if err != nil {
-		return nil, &agentrunner.Error{Code: agentrunner.EINVALID, Message: what, Err: err}
+		return nil, invalid(err)
 	}
 	var decision any
 	if d := sr.Decision; d != nil {
 		if decision, err = encodeJSON(storedDecision(*d), false, ""); err != nil {
-			return nil, &agentrunner.Error{Code: agentrunner.EINVALID, Message: what, Err: err}
+			return nil, invalid(err)
 		}
 	}
 	return []any{sr.RunID, sr.Step, sr.Visit, string(sr.Status), sr.From, arrived,
