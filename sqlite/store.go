@@ -60,6 +60,11 @@ const (
 		WHERE runs.pipeline = excluded.pipeline`
 	sqlStepCycle = `UPDATE runs SET step = ?, last_completed_step = ?, ended_at = ?, error = ?
 		WHERE id = ? AND status = 'running' AND step = ?`
+	// sqlMoveRun records where a run is when nothing else of it changed:
+	// it sets no indexed column, so it touches no index (the runs' are on
+	// their status), unlike the upsert.
+	sqlMoveRun = `UPDATE runs SET step = ?, last_completed_step = ?
+		WHERE id = ? AND pipeline = ? AND status = ? AND ended_at = ? AND error = ?`
 	// sqlUpsertStepRuns takes its VALUES rows where %s is.
 	sqlUpsertStepRuns = `
 		INSERT INTO step_runs (run_id, step, visit, status, from_key, arrived, label, output,
@@ -348,11 +353,19 @@ func (w *writer) guard(ctx context.Context, ch *agentrunner.Change) error {
 
 // upsertRun inserts or updates a run; the caller holds mu.
 func (w *writer) upsertRun(ctx context.Context, r *agentrunner.Run) error {
+	// A serial run moving between steps: one narrow UPDATE does it.
+	res, err := w.exec(ctx, sqlMoveRun, r.Step, r.LastCompletedStep, r.ID, r.Pipeline, string(r.Status), encodeTime(r.EndedAt), r.Error)
+	if err != nil {
+		return translate(err, "run "+r.ID, "")
+	}
+	if n, _ := res.RowsAffected(); n == 1 {
+		return nil
+	}
 	inputs, err := encodeJSON(r.Inputs, len(r.Inputs) == 0, "{}")
 	if err != nil {
 		return &agentrunner.Error{Code: agentrunner.EINVALID, Message: fmt.Sprintf("inputs of run %s", r.ID), Err: err}
 	}
-	res, err := w.exec(ctx, sqlUpsertRun,
+	res, err = w.exec(ctx, sqlUpsertRun,
 		r.ID, r.Pipeline, string(r.Status), r.Step, r.LastCompletedStep, r.Dir,
 		encodeTime(r.StartedAt), encodeTime(r.EndedAt), r.Error, inputs, r.Parent, r.Serial)
 	if err != nil {
