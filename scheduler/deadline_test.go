@@ -306,3 +306,29 @@ func TestAPausedWorkspaceForcesNoOverdueRunUntilTheResume(t *testing.T) {
 		t.Fatalf("run is %s (%q): %s; want forced to judge at the resume", r.Status, r.Error, describe(sortByOpened(srs)))
 	}
 }
+
+// TestAQueuedRunsBoundCountsFromWhenItBegins: a run that waited behind
+// max_concurrent_runs starts when it leaves the queue, and its time bound
+// counts from there: it is not forced the moment it begins.
+func TestAQueuedRunsBoundCountsFromWhenItBegins(t *testing.T) {
+	clock := &manualClock{now: time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)}
+	k := &scriptKind{block: map[string]bool{"work": true}}
+	p := bounded("judge")
+	p.MaxConcurrentRuns = 1
+	h := newHarness(t, k, p)
+	h.clock = clock
+	h.run()
+	first := h.startRun("bounded", nil)
+	waitCalls(t, k, 1)
+	second := h.startRun("bounded", nil) // queued behind the first
+	clock.Advance(2 * time.Hour)         // the first is forced, and completes
+	if r, _ := h.waitDone(first); r.Status != agentrunner.RunCompleted {
+		t.Fatalf("first run %s: %s", r.Status, r.Error)
+	}
+	r, srs := h.waitFor(second, "the second run's work to start", func(_ *agentrunner.Run, srs []*agentrunner.StepRun) bool {
+		return describe(srs) == "work#1:open"
+	})
+	if want := clock.Now(); !r.StartedAt.Equal(want) || r.Status != agentrunner.RunRunning {
+		t.Errorf("second run %s, started at %v, want running since %v: %s", r.Status, r.StartedAt, want, describe(srs))
+	}
+}

@@ -60,7 +60,9 @@ func (s *Scheduler) startRun(ctx context.Context, ch *agentrunner.Change, p *age
 // begin starts a run: its directory, its status running, its start step.
 func (s *Scheduler) begin(ch *agentrunner.Change, rs *runState) {
 	r := *rs.run
-	r.Status = agentrunner.RunRunning
+	// A run that waited in the queue starts now: its time bound and the
+	// schedule count from here, not from when it was queued.
+	r.Status, r.StartedAt = agentrunner.RunRunning, s.clock.Now()
 	rs.run = &r
 	s.active[r.Pipeline]++
 	s.bound(rs)

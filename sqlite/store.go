@@ -55,7 +55,7 @@ const (
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO UPDATE SET
 			status = excluded.status, step = excluded.step,
-			last_completed_step = excluded.last_completed_step,
+			last_completed_step = excluded.last_completed_step, started_at = excluded.started_at,
 			ended_at = excluded.ended_at, error = excluded.error
 		WHERE runs.pipeline = excluded.pipeline`
 	sqlStepCycle = `UPDATE runs SET step = ?, last_completed_step = ?, ended_at = ?, error = ?
