@@ -108,7 +108,13 @@ func (s *Scheduler) overdueRuns() {
 // resumeBound keeps a run read back on start; one that became overdue
 // while the runner was stopped is forced at once, so its cut steps do not
 // run again.
+//
+// A run whose final step opened at or after its deadline was forced to it
+// before the stop (forced is not stored: the step run says so).
 func (s *Scheduler) resumeBound(ch *agentrunner.Change, rs *runState) {
+	if d, ss := runDeadline(rs), rs.latest(rs.pipeline.Final); !d.IsZero() && ss != nil && !ss.sr.OpenedAt.Before(d) {
+		rs.forced = true
+	}
 	if overdue(rs, s.clock.Now()) {
 		s.overrun(ch, rs)
 		return

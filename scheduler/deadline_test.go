@@ -2,6 +2,7 @@ package scheduler_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -330,5 +331,31 @@ func TestAQueuedRunsBoundCountsFromWhenItBegins(t *testing.T) {
 	})
 	if want := clock.Now(); !r.StartedAt.Equal(want) || r.Status != agentrunner.RunRunning {
 		t.Errorf("second run %s, started at %v, want running since %v: %s", r.Status, r.StartedAt, want, describe(srs))
+	}
+}
+
+// TestARunForcedBeforeARestartIsNotForcedAgain: a forced run whose final
+// step routed on, still out of time after a restart, fails instead of
+// running its final step a second time.
+func TestARunForcedBeforeARestartIsNotForcedAgain(t *testing.T) {
+	clock := &manualClock{now: time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)}
+	k := &scriptKind{block: map[string]bool{"work": true, "after": true}}
+	p := bounded("judge",
+		&agentrunner.Step{ID: "work", Next: "judge"},
+		&agentrunner.Step{ID: "judge", Next: "after"},
+		&agentrunner.Step{ID: "after", Next: agentrunner.EndStep})
+	h := newHarness(t, k, p)
+	h.clock = clock
+	h.run()
+	id := h.startRun("bounded", nil)
+	waitCalls(t, k, 1)
+	clock.Advance(2 * time.Hour) // forced to judge, which goes on to after
+	h.waitFor(id, "after to run", func(_ *agentrunner.Run, srs []*agentrunner.StepRun) bool {
+		return slices.ContainsFunc(srs, func(sr *agentrunner.StepRun) bool { return sr.Step == "after" })
+	})
+	h.run() // a restart
+	r, srs := h.waitDone(id)
+	if r.Status != agentrunner.RunFailed || describe(sortByOpened(srs)) != "work#1:canceled judge#1:succeeded after#1:canceled" {
+		t.Fatalf("run is %s (%q): %s; want failed, judge run once", r.Status, r.Error, describe(sortByOpened(srs)))
 	}
 }
