@@ -737,9 +737,9 @@ func (v *validator) producesFile(id string) string {
 	return v.c.Agents[s.Agent].Output.File
 }
 
-// executionStep is the configuration key of the first execution step of
+// ExecutionStep is the configuration key of the first execution step of
 // the workspace's pipelines, "" if none has one.
-func (c *Config) executionStep() string {
+func (c *Config) ExecutionStep() string {
 	for _, id := range slices.Sorted(maps.Keys(c.Pipeline.Steps)) {
 		if s := c.Pipeline.Steps[id]; s != nil && s.Kind == StepExecution {
 			return "pipeline.steps." + id
@@ -762,7 +762,7 @@ func (c *Config) executionStep() string {
 func (v *validator) executionService() {
 	es := v.c.ExecutionService
 	if es.URL == "" {
-		if key := v.c.executionStep(); key != "" {
+		if key := v.c.ExecutionStep(); key != "" {
 			v.add(key, "an execution step hands its artifact to the Execution Service: set execution_service.url")
 		}
 	} else if u, err := url.Parse(es.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

@@ -390,21 +390,9 @@ func deliverers(cfg *config.Config, es *execsvc.Client, lookupEnv func(string) (
 func (r *runner) background(ctx context.Context) {
 	cfg := r.ws.Config
 	go r.dispatcher.Run(ctx, outboxInterval)
-	if !cfg.HasLoop() {
-		return // the rest watches the learning loop and its strategy
+	if cfg.ExecutionStep() != "" {
+		go r.watchStrategy(ctx)
 	}
-	go func() {
-		for {
-			if _, err := r.engine.CheckStrategy(ctx); err != nil && ctx.Err() == nil {
-				r.log.Error("checking the strategy's validity", "error", err)
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(strategyInterval):
-			}
-		}
-	}()
 	if r.es != nil && cfg.ExecutionService.HeartbeatInterval > 0 {
 		watcher := execution.NewWatcher(execution.WatcherOptions{Logger: r.log})
 		go watcher.Heartbeats(ctx, r.es, cfg.Name, cfg.ExecutionService.HeartbeatInterval.D())
@@ -416,6 +404,21 @@ func (r *runner) background(ctx context.Context) {
 		r.log.Error("the engine loop is stalled: exiting so that a supervisor restarts the runner", "late", late.String())
 		os.Exit(exitStalled)
 	})
+}
+
+// watchStrategy checks the validity of the strategy handed over last, now
+// and every strategyInterval, until ctx ends.
+func (r *runner) watchStrategy(ctx context.Context) {
+	for {
+		if _, err := r.engine.CheckStrategy(ctx); err != nil && ctx.Err() == nil {
+			r.log.Error("checking the strategy's validity", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(strategyInterval):
+		}
+	}
 }
 
 // pruneEvents deletes events older than keep, now and every pruneInterval.
@@ -448,11 +451,10 @@ const exitStalled = 3
 // flush delivers what the outbox holds and checks the strategy once, for
 // run --once, which has no background work.
 func (r *runner) flush(ctx context.Context) {
-	if !r.ws.Config.HasLoop() {
-		return
-	}
-	if _, err := r.engine.CheckStrategy(ctx); err != nil {
-		r.log.Error("checking the strategy's validity", "error", err)
+	if r.ws.Config.ExecutionStep() != "" {
+		if _, err := r.engine.CheckStrategy(ctx); err != nil {
+			r.log.Error("checking the strategy's validity", "error", err)
+		}
 	}
 	if _, err := r.dispatcher.DeliverDue(ctx); err != nil {
 		r.log.Error("delivering the outbox", "error", err)

@@ -18,6 +18,7 @@ import (
 // handed over and whether its expiry was flagged.
 type WatchStore interface {
 	Outbox(ctx context.Context, f agentrunner.OutboxFilter) ([]*agentrunner.OutboxMessage, error)
+	Run(ctx context.Context, id string) (*agentrunner.Run, error)
 	OutboxMessage(ctx context.Context, key string) (*agentrunner.OutboxMessage, error)
 	Apply(ctx context.Context, ch *agentrunner.Change) error
 }
@@ -80,7 +81,10 @@ func (w *Watcher) CheckStrategy(ctx context.Context, cfg *config.Config) (time.T
 		return time.Time{}, fmt.Errorf("stored strategy %s: %w", m.Key, err)
 	}
 	parts := strings.SplitN(m.Key, "/", 3) // run/step/sha256
-	step := cfg.Pipeline.Steps[parts[min(1, len(parts)-1)]]
+	pipeline, step, err := w.strategyStep(ctx, cfg, parts[0], parts[min(1, len(parts)-1)])
+	if err != nil {
+		return time.Time{}, err
+	}
 	if step == nil || step.Validity.Until == "" {
 		return time.Time{}, nil // no validity window configured: nothing expires
 	}
@@ -91,12 +95,30 @@ func (w *Watcher) CheckStrategy(ctx context.Context, cfg *config.Config) (time.T
 	if w.clock.Now().Before(until) {
 		return until, nil
 	}
-	return time.Time{}, w.flag(ctx, cfg, step, sub, until)
+	return time.Time{}, w.flag(ctx, pipeline, step, sub, until)
+}
+
+// strategyStep finds the execution step that handed a strategy over: a
+// step of the pipeline of its run (the learning loop's when the store no
+// longer has the run).
+func (w *Watcher) strategyStep(ctx context.Context, cfg *config.Config, runID, stepID string) (string, *config.Step, error) {
+	pipeline := cfg.Name
+	r, err := w.opts.Store.Run(ctx, runID)
+	switch {
+	case err == nil:
+		pipeline = r.Pipeline
+	case agentrunner.ErrorCode(err) != agentrunner.ENOTFOUND:
+		return "", nil, err
+	}
+	if p := cfg.Pipelines[pipeline]; p != nil {
+		return pipeline, p.Steps[stepID], nil
+	}
+	return pipeline, cfg.Pipeline.Steps[stepID], nil
 }
 
 // flag records the expiry of the strategy sub, unless it is flagged
 // already, and orders safe mode.
-func (w *Watcher) flag(ctx context.Context, cfg *config.Config, step *config.Step, sub execsvc.Submission, until time.Time) error {
+func (w *Watcher) flag(ctx context.Context, pipeline string, step *config.Step, sub execsvc.Submission, until time.Time) error {
 	key := "safe-mode/" + execsvc.ReasonStrategyExpired + "/" + sub.SHA256
 	if _, err := w.opts.Store.OutboxMessage(ctx, key); err == nil {
 		return nil // already flagged
@@ -115,7 +137,7 @@ func (w *Watcher) flag(ctx context.Context, cfg *config.Config, step *config.Ste
 	ch.Events = append(ch.Events, &agentrunner.Event{Timestamp: now, Type: EventStrategyExpired, Step: step.ID, Agent: step.Agent, CycleID: sub.CycleID, Level: agentrunner.LevelError,
 		Details: map[string]any{"strategy_sha256": sub.SHA256, "valid_until": until.Format(time.RFC3339), "safe_mode": true}})
 	if w.opts.Alert != nil {
-		w.opts.Alert(ch, webhook.Event{Kind: webhook.KindStrategyExpired, ID: "strategy_expired/" + sub.SHA256, Time: now, Pipeline: cfg.Name,
+		w.opts.Alert(ch, webhook.Event{Kind: webhook.KindStrategyExpired, ID: "strategy_expired/" + sub.SHA256, Time: now, Pipeline: pipeline,
 			CycleID: sub.CycleID, Step: step.ID, Details: map[string]any{"valid_until": until.Format(time.RFC3339), "strategy_sha256": sub.SHA256}})
 	}
 	if w.opts.Commit != nil {

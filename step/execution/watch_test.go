@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/config"
 	"github.com/agentrunner/agentrunner/execsvc"
 	"github.com/agentrunner/agentrunner/webhook"
 	"github.com/google/go-cmp/cmp"
@@ -109,5 +110,39 @@ func TestDeadMansSwitch(t *testing.T) {
 	e.clock.Advance(2*time.Minute + time.Second)
 	if st := e.es.SafeMode(); !st.SafeMode || st.Reason != execsvc.ReasonHeartbeatLost {
 		t.Errorf("after 2m without a heartbeat: %+v, want safe mode (heartbeat_lost)", st)
+	}
+}
+
+// TestCheckStrategyOfAGraphRun: a strategy handed over by an execution
+// step of a pipeline under pipelines: expires by that step's validity
+// window, and its alert names that pipeline.
+func TestCheckStrategyOfAGraphRun(t *testing.T) {
+	e := newEnv(t, execsvc.MockOptions{})
+	ctx := context.Background()
+	cfg := e.ws.Config
+	loopStep := cfg.Pipeline.Steps["execute"]
+	graphStep := *loopStep
+	cfg.Pipelines = map[string]*config.Pipeline{"trade": {Name: "trade", Steps: map[string]*config.Step{"execute": &graphStep}}}
+	loopStep.Validity = config.Validity{} // the loop's step would let it be
+	e.run.Pipeline = "trade"
+	if err := e.store.Apply(ctx, &agentrunner.Change{Runs: []*agentrunner.Run{e.run}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.kind(t).Run(ctx, e.attempt()); err != nil {
+		t.Fatal(err)
+	}
+	var pipelines []string
+	w := NewWatcher(WatcherOptions{Store: e.store, Clock: e.clock, Alert: func(_ *agentrunner.Change, ev webhook.Event) {
+		pipelines = append(pipelines, ev.Pipeline)
+	}})
+	if expires, err := w.CheckStrategy(ctx, cfg); err != nil || !expires.Equal(t0.Add(6*time.Hour)) {
+		t.Fatalf("CheckStrategy = %v, %v; want the graph step's valid_until", expires, err)
+	}
+	e.clock.Advance(7 * time.Hour)
+	if _, err := w.CheckStrategy(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"trade"}, pipelines); diff != "" {
+		t.Errorf("strategy_expired alerts' pipelines (-want +got):\n%s", diff)
 	}
 }
