@@ -17,7 +17,7 @@ TEST_FUZZTIME ?= 20000x
 FUZZTIME_API ?= 20000x
 TEST_FUZZTIME_API ?= 4000x
 
-.PHONY: test deps vet cross fmt-check unit test-fuzz fuzz bench build
+.PHONY: test deps vet cross fmt-check unit test-fuzz fuzz bench bench-peer build
 
 test: deps vet cross fmt-check unit test-fuzz
 
@@ -73,6 +73,31 @@ fuzz:
 # directory) and compare runs with benchstat.
 bench:
 	$(GO) test -run '^$$' -bench . -count 10 ./engine/
+
+# bench-peer: agentrunner's durable step against LangGraph.js's, side by
+# side, PAIRS pairs in turn, in BENCH_DIR (on the disk to measure, not
+# tmpfs), with one fsync measured in each pair. It needs Node.js and, once,
+# the npm registry; see bench/peers/langgraph/README.md. make test does not run it.
+PAIRS ?= 5
+BENCH_DIR ?= $(CURDIR)/.bench-peer
+PEER_STEPS ?= 600
+PEER_N ?= 100
+PEER_WARMUP ?= 20
+LANGGRAPH = bench/peers/langgraph
+
+bench-peer:
+	@command -v node >/dev/null 2>&1 || { echo "bench-peer needs Node.js 20 or newer, and npm"; exit 1; }
+	@if [ ! -f $(LANGGRAPH)/node_modules/.package-lock.json ]; then \
+		echo "bench-peer: installing LangGraph.js in $(LANGGRAPH) (npm ci)"; \
+		(cd $(LANGGRAPH) && npm ci --no-audit --no-fund) || { \
+			echo "bench-peer: npm ci failed in $(LANGGRAPH): it needs the npm registry (npm config get registry) to install LangGraph.js once, and a C++ compiler if no prebuilt better-sqlite3 fits this Node.js"; exit 1; }; \
+	fi
+	@mkdir -p "$(BENCH_DIR)"
+	@fs=$$(stat -f -c %T "$(BENCH_DIR)" 2>/dev/null); echo "bench-peer: $(BENCH_DIR) is on $${fs:-an unknown file system}"; \
+		if [ "$$fs" = tmpfs ]; then echo "bench-peer: WARNING: tmpfs has no disk, so the figures are not a durable step's; set BENCH_DIR to a directory on a disk"; fi
+	$(GO) test -c -o "$(BENCH_DIR)/engine.test" ./engine/
+	$(GO) run ./bench/peers/compare -pairs $(PAIRS) -dir "$(BENCH_DIR)" -engine "$(BENCH_DIR)/engine.test" \
+		-langgraph $(LANGGRAPH) -steps $(PEER_STEPS) -n $(PEER_N) -warmup $(PEER_WARMUP)
 
 build:
 	CGO_ENABLED=0 $(GO) build -o agentrunner ./cmd/agentrunner

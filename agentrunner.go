@@ -210,8 +210,14 @@ const (
 	EventRetryScheduled     = "retry.scheduled"
 	EventArtifactAccepted   = "artifact.accepted"
 	EventArtifactRejected   = "artifact.rejected"
-	EventMailboxDelivered   = "mailbox.delivered"
-	EventMemoryCreated      = "memory.created"
+	// EventViewRepaired: a file on disk that is a view of a stored file
+	// (an artifact in a run's directory) was missing or differed from the
+	// store's copy, and was rewritten from it (details: path, artifact,
+	// reason: missing or different); or a mailbox file differed from the
+	// store's messages of its agent (details: path, mailbox, reason).
+	EventViewRepaired     = "view.repaired"
+	EventMailboxDelivered = "mailbox.delivered"
+	EventMemoryCreated    = "memory.created"
 	// EventResourceExhausted: the runner ran out of a resource (details:
 	// resource, operation, error, wait) and tries again after the wait.
 	EventResourceExhausted = "resource.exhausted"
@@ -375,6 +381,11 @@ type Change struct {
 	// store, else Apply fails with ECONFLICT and writes nothing. It is the
 	// loop engine's guard, for serial pipelines.
 	From State
+	// Guards, when set, guard the change too: each names an attempt that
+	// must still be running in the store (see AttemptGuard), else the
+	// change fails with ECONFLICT and writes nothing. They are the graph
+	// scheduler's guards, one per attempt whose outcome the change commits.
+	Guards []AttemptGuard
 	// Cycle is inserted or updated (by ID); an ID taken by a run of
 	// another pipeline is ECONFLICT.
 	Cycle *Cycle
@@ -396,6 +407,10 @@ type Change struct {
 	Runs []*Run
 	// StepRuns are inserted or updated (by run, step and visit).
 	StepRuns []*StepRun
+	// Files are inserted; their IDs are assigned by the store.
+	Files []*StoredFile
+	// Mail are deposits into the agents' mailboxes, made in order.
+	Mail []*MailDeposit
 }
 
 // CycleFilter selects cycles, newest first.
@@ -422,6 +437,7 @@ type EventFilter struct {
 // Store is the durable state of a workspace. The engine is its only writer.
 type Store interface {
 	RunStore
+	MailStore
 	// Apply commits a Change in one transaction.
 	Apply(ctx context.Context, ch *Change) error
 	// Cycle returns one cycle, or an ENOTFOUND error.
@@ -455,6 +471,14 @@ type Store interface {
 	// (so event ids keep growing), and returns how many it deleted. The
 	// tool usage summary is the history of the calls and stays as it is.
 	PruneEvents(ctx context.Context, before time.Time) (int64, error)
+	// PruneFiles deletes the stored files of the kinds given (FilePrompt,
+	// FileValidation) created before before, and returns how many it
+	// deleted: the prompts and validation reports are for an operator's
+	// inspection and go with the events, on their retention. Stored
+	// artifacts are never pruned, for they are what steps produced and
+	// what later steps read: asking for FileArtifact, an unknown kind or
+	// no kind at all is an EINVALID error.
+	PruneFiles(ctx context.Context, before time.Time, kinds ...FileKind) (int64, error)
 	// ToolUsage sums the tool calls (ToolCallOf) since then, by tool,
 	// sorted by name, from a summary Apply keeps in the transaction that
 	// writes the tool.call events, never from a scan of the events. The

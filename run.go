@@ -361,6 +361,68 @@ type StepResult struct {
 	// Events and Outbox are committed with the outcome, even a failure.
 	Events []*Event
 	Outbox []*OutboxMessage
+	// Files are the store's copies of what the attempt wrote (its
+	// artifact, its prompt, a rejected output's validation report),
+	// committed with the outcome; the scheduler fills in their run, step,
+	// visit, attempt, hash and time. The files on disk are views of them.
+	Files []*StoredFile
+	// Mail are the step's messages to the agents' mailboxes, committed
+	// only with a success: a failed attempt delivers nothing.
+	Mail []*MailDeposit
+}
+
+// FileKind says what a stored file is, and so where its view is.
+type FileKind string
+
+// The kinds of stored files.
+const (
+	// FileArtifact is a step's output; its Name is a path relative to the
+	// run's directory, where its view is.
+	FileArtifact FileKind = "artifact"
+	// FilePrompt is the prompt an attempt's agent saw; FileValidation why
+	// an attempt's output was rejected. Their views are in the attempt's
+	// folder, under Name.
+	FilePrompt     FileKind = "prompt"
+	FileValidation FileKind = "validation"
+)
+
+// StoredFile is the store's copy of a file a step run wrote, committed
+// with the step run's outcome: the truth, of which the file on disk is a
+// view that a crash may leave stale or missing and that is rewritten from
+// this copy (see docs/durability.md).
+type StoredFile struct {
+	ID      int64 // assigned by the store
+	RunID   string
+	Step    string
+	Visit   int
+	Attempt int
+	Kind    FileKind
+	Name    string
+	Data    []byte
+	// Size is len(Data), also when a listing leaves Data out.
+	Size int64
+	// SHA256 is the hex SHA-256 of Data.
+	SHA256    string
+	CreatedAt time.Time
+	// From, if set, is a file that holds Data already (the agent's own
+	// output): the view is made by moving it into place rather than by
+	// writing a new file. It is not stored.
+	From string
+}
+
+// FileFilter selects stored files, oldest first.
+type FileFilter struct {
+	RunID string   // required
+	Kind  FileKind // empty: any
+	Name  string   // empty: any
+	// Step and Attempt, when set, select the files of one step or of one
+	// attempt of it.
+	Step    string
+	Attempt int
+	// Latest keeps only the newest copy of each kind and name.
+	Latest bool
+	// NoData leaves Data out (a listing).
+	NoData bool
 }
 
 // StepRunKey names a step run within its run: "step#visit".
@@ -375,7 +437,9 @@ type RunFilter struct {
 	// Unfinished selects queued, running and halted runs.
 	Unfinished bool
 	Before     string // run ID bound (exclusive); empty: none
-	Limit      int    // 0: no limit
+	// EndedAfter selects the runs that ended at or after it; zero: any.
+	EndedAfter time.Time
+	Limit      int // 0: no limit
 }
 
 // StepRunFilter selects step runs, oldest first.
@@ -385,12 +449,34 @@ type StepRunFilter struct {
 	Limit  int
 }
 
+// AttemptGuard guards a change that commits an attempt's outcome: the
+// attempt (RunID, Step, Number) must still be running in the store, as
+// the scheduler that ran it recorded it. A failed guard means the store
+// moved on without that scheduler: another writer (a second runner on
+// the same workspace, a manual repair) closed, replaced or removed the
+// attempt, and the outcome, with everything that follows from it, must
+// not be committed over that writer's record.
+type AttemptGuard struct {
+	RunID  string
+	Step   string
+	Number int
+}
+
 // RunStore is the part of the store the graph scheduler and the API use
 // for runs and step runs; Store implementations provide it too.
 type RunStore interface {
 	// ApplyAll commits several changes in one transaction (a group
 	// commit): all of them or none.
 	ApplyAll(ctx context.Context, chs ...*Change) error
+	// ApplyGroup commits several independent changes in one transaction,
+	// one commit and one fsync for all of them, each on its own: a change
+	// refused with ECONFLICT (a failed guard, From or Guards; a command
+	// consumed already; an id taken) writes nothing and its error is
+	// errs[i], while the others commit. A change sees the committed
+	// changes before it. Any other error (a full disk, a broken
+	// constraint, I/O) fails the whole group, which writes nothing, and is
+	// returned as err, errs then nil.
+	ApplyGroup(ctx context.Context, chs ...*Change) (errs []error, err error)
 	// Run returns one run, or ENOTFOUND.
 	Run(ctx context.Context, id string) (*Run, error)
 	// Runs lists runs, newest first.
@@ -401,6 +487,8 @@ type RunStore interface {
 	// waiting gates, without reading the runs: a status page polls it
 	// while thousands of runs are in flight.
 	RunCounts(ctx context.Context) (RunCounts, error)
+	// Files lists the stored files of a run, oldest first.
+	Files(ctx context.Context, f FileFilter) ([]*StoredFile, error)
 }
 
 // RunCount is the number of runs of one pipeline in one status.

@@ -599,7 +599,9 @@ const (
 
 // Events says how long events are kept.
 type Events struct {
-	// Retention is how long events are kept; 0 keeps them forever.
+	// Retention is how long events are kept, and with them the stored
+	// prompts and validation reports (never the stored artifacts); 0
+	// keeps them forever.
 	Retention Duration `yaml:"retention"`
 }
 

@@ -25,9 +25,11 @@ import (
 	"github.com/agentrunner/agentrunner/config"
 	arhttp "github.com/agentrunner/agentrunner/http"
 	"github.com/agentrunner/agentrunner/internal/syncbuf"
+	"github.com/agentrunner/agentrunner/mailbox"
 	"github.com/agentrunner/agentrunner/scheduler"
 	"github.com/agentrunner/agentrunner/sqlite"
 	"github.com/agentrunner/agentrunner/webhook"
+	"github.com/google/go-cmp/cmp"
 )
 
 // crashHookSecret signs the operator webhook of the crash test.
@@ -91,12 +93,13 @@ pipelines:
     inputs_schema: inputs.schema.json
     steps:
       plan: {agent: planner, then: [left, right]}
-      left: {agent: lefty, next: merge}
-      right: {agent: righty, next: merge}
+      left: {agent: lefty, next: merge, deliver: [{kind: forward, to: [merger]}]}
+      right: {agent: righty, next: merge, deliver: [{kind: forward, to: [merger]}]}
       merge: {agent: merger, join: all, next: review}
       review:
         agent: reviewer
         label: {field: Verdict}
+        deliver: [{kind: backward, to: [planner]}]
         routes: [{when: APPROVE, to: end}, {otherwise: fix}]
         max_visits: 3
         on_cap: {gate: decide}
@@ -555,6 +558,7 @@ func checkCrashStore(t *testing.T, cfgPath string, d *crashDriver, hook *hookRec
 	}
 	starts, ends := readCalls(t, filepath.Join(filepath.Dir(cfgPath), "calls.log"))
 	stored := map[agentCall]bool{}
+	succeeded := map[string]bool{} // "run/step" of the step runs that succeeded
 	outcomes := map[string]int{}
 	interrupted, mostInterrupted, crashed := 0, 0, 0
 	for _, r := range runs {
@@ -580,6 +584,17 @@ func checkCrashStore(t *testing.T, cfgPath string, d *crashDriver, hook *hookRec
 			}
 		}
 		checkSucceeded(t, r.ID, srs, atts, starts, ends)
+		checkViews(t, store, r)
+		for _, sr := range srs {
+			if sr.Status == agentrunner.StepRunSucceeded {
+				succeeded[r.ID+"/"+sr.Step] = true
+			}
+		}
+	}
+	// The merger reads its mailbox after its messages came; the planner's
+	// last messages, from the last reviews, come after every run of it.
+	for _, agent := range []string{"merger", "planner"} {
+		checkMailbox(t, store, filepath.Join(filepath.Dir(cfgPath), "artifacts", "mailboxes"), agent, succeeded)
 	}
 	for c, n := range starts {
 		if !stored[c] {
@@ -602,6 +617,64 @@ func checkCrashStore(t *testing.T, cfgPath string, d *crashDriver, hook *hookRec
 	}
 	t.Logf("runs: %v; %d agent invocations, %d attempts interrupted (at most %d of one step run), %d failed and retried; %d gate openings, %d webhook deliveries",
 		outcomes, len(starts), interrupted, mostInterrupted, crashed, len(gates), deliveries)
+}
+
+// checkMailbox wants agent's mailbox file in dir to be the view of the
+// store's messages, and each message to come from a step run that
+// succeeded: a killed or failed attempt sends none.
+func checkMailbox(t *testing.T, store *sqlite.Store, dir, agent string, succeeded map[string]bool) {
+	t.Helper()
+	lines, err := store.Mailbox(context.Background(), agent)
+	if err != nil || len(lines) == 0 {
+		t.Fatalf("the stored mailbox of %s: %d messages, %v", agent, len(lines), err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "mailbox."+agent))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(mailbox.Render(lines)), string(data)); diff != "" {
+		t.Errorf("the mailbox file of %s is not the store's messages (-store +file):\n%s", agent, diff)
+	}
+	msgs, err := mailbox.ReadFile(filepath.Join(dir, "mailbox."+agent))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range msgs {
+		if !succeeded[m.CycleID+"/"+m.From] {
+			t.Errorf("message %s to %s: step %s of run %s did not succeed", m.ID, agent, m.From, m.CycleID)
+		}
+	}
+}
+
+// checkViews wants every artifact in the run's directory to be the
+// store's newest copy, and no artifact there that the store does not have:
+// the directory is a view of the store.
+func checkViews(t *testing.T, store *sqlite.Store, r *agentrunner.Run) {
+	t.Helper()
+	files, err := store.Files(context.Background(), agentrunner.FileFilter{RunID: r.ID, Kind: agentrunner.FileArtifact, Latest: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	for _, f := range files {
+		want[f.Name] = string(f.Data)
+	}
+	got := map[string]string{}
+	entries, _ := os.ReadDir(r.Dir)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".failed-") {
+			continue // the test agents' own marks
+		}
+		if data, err := os.ReadFile(filepath.Join(r.Dir, e.Name())); err == nil && !e.IsDir() {
+			got[e.Name()] = string(data)
+		}
+	}
+	if len(want) == 0 {
+		t.Errorf("run %s: the store has no artifact", r.ID)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("run %s: its directory is not the store's artifacts (-store +directory):\n%s", r.ID, diff)
+	}
 }
 
 // checkRunOutcome wants the run completed, or failed when the test

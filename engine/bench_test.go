@@ -153,8 +153,13 @@ func BenchmarkStep(b *testing.B) {
 // benchEngine returns an engine on a benchWorkspace, a SQLite store and a
 // fake clock.
 func benchEngine(b *testing.B, mail bool) (*Engine, *sqlite.Store, *clocktest.Clock) {
+	return benchEngineAt(b, mail, filepath.Join(benchDir(b), "state.db"))
+}
+
+// benchEngineAt is benchEngine with its state database at path.
+func benchEngineAt(b *testing.B, mail bool, path string) (*Engine, *sqlite.Store, *clocktest.Clock) {
 	ws := benchWorkspace(b, mail)
-	store, err := sqlite.Open(context.Background(), filepath.Join(benchDir(b), "state.db"))
+	store, err := sqlite.Open(context.Background(), path)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -15,6 +15,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -55,11 +57,15 @@ type Options struct {
 	// reloads are refused.
 	Reload func() (*workspace.Workspace, error)
 	// Faults, if set, is asked before each of the agent step kind's file
-	// operations with the operation's name ("write prompt", "publish
+	// operations with the operation's name ("write prompt", "read
 	// artifact" …); an error it returns is that operation's error, as if
 	// the system had returned it. It is for tests, to cause failures such
 	// as EMFILE that are hard to cause for real.
 	Faults func(op string) error
+	// BeforeViews, if set, is called after each commit that has views to
+	// write, before they are written (scheduler.Options.BeforeViews): a
+	// test stops the process there.
+	BeforeViews func()
 }
 
 // Engine runs the pipelines of one workspace.
@@ -72,6 +78,10 @@ type Engine struct {
 	// running now (sched, or RunOnce's), which Wake wakes.
 	sched  *scheduler.Scheduler
 	active atomic.Pointer[scheduler.Scheduler]
+	// viewsChecked: a scheduler of this engine checked the views at its
+	// start; later ones (run --once, cycle after cycle) need not, as
+	// nothing crashed in between.
+	viewsChecked atomic.Bool
 	// cfgMu guards ws, cfg and boxes, which a reload replaces.
 	cfgMu sync.RWMutex
 	ws    *workspace.Workspace
@@ -135,7 +145,9 @@ func (e *Engine) scheduler(pipelines map[string]*agentrunner.Pipeline) (*schedul
 			return ws.Layout.Run(pipeline, id)
 		},
 		AttemptDir: ws.Layout.Attempt,
-		Alert:      e.alert, Inject: e.inject,
+		Alert:      e.alert, Inject: e.inject, BeforeViews: e.opts.BeforeViews,
+		ViewsChecked: &e.viewsChecked,
+		Mailboxes:    boxes, Agents: slices.Sorted(maps.Keys(cfg.Agents)),
 	}
 	if e.opts.Reload != nil {
 		opts.Reload = e.reload

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/artifact"
 	"github.com/agentrunner/agentrunner/internal/atomicfile"
 	"github.com/agentrunner/agentrunner/internal/cputime"
 	"github.com/agentrunner/agentrunner/sqlite"
@@ -16,12 +17,12 @@ import (
 
 // BenchmarkDurabilityFloor does only the file-system and database work one
 // step cannot avoid, without the engine: create the attempt folder, write
-// the prompt and the agent's output, publish the artifact (fsync, rename,
-// fsync the directory) and commit one event to SQLite with
-// synchronous=FULL; and, every benchSteps steps, what a cycle's start
-// cannot avoid: its directory, made durable, and one more commit (a cycle
-// of n steps has n+1 transitions). BenchmarkStep minus this is the
-// engine's own cost.
+// the prompt and the agent's output, read it, commit one event with the
+// artifact's and the prompt's bytes to SQLite with synchronous=FULL (the
+// one fsync) and rename the output into the cycle directory, its view;
+// and, every benchSteps steps, what a cycle's start cannot avoid: its
+// directory and one more commit (a cycle of n steps has n+1 transitions).
+// BenchmarkStep minus this is the engine's own cost.
 func BenchmarkDurabilityFloor(b *testing.B) {
 	f := newFloor(b)
 	user0, sys0, cpuOK := cputime.Self()
@@ -35,6 +36,31 @@ func BenchmarkDurabilityFloor(b *testing.B) {
 		b.ReportMetric(float64(sys1-sys0)/float64(b.N), "sys-ns/step")
 		b.ReportMetric(float64(user1-user0+sys1-sys0)/float64(b.N), "cpu-ns/step")
 	}
+}
+
+// BenchmarkFsync measures the floor every durable commit shares, in
+// agentrunner and in any peer: append one 4 KiB record (about what a
+// step's WAL commit writes) to a file and fsync it. A step's time divided
+// by this is the step in fsyncs.
+func BenchmarkFsync(b *testing.B) {
+	f, err := os.OpenFile(filepath.Join(benchDir(b), "fsync.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { f.Close() })
+	record := make([]byte, 4096)
+	syncs0 := atomicfile.Syncs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := f.Write(record); err != nil {
+			b.Fatal(err)
+		}
+		if err := atomicfile.Sync(f); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(atomicfile.Syncs()-syncs0)/float64(b.N), "file-fsyncs/op")
 }
 
 // floor does a step's unavoidable work, one step per call.
@@ -63,27 +89,32 @@ func (f *floor) step(b *testing.B) {
 	i := f.n
 	f.n++
 	ev := &agentrunner.Event{Timestamp: time.Now(), Type: "x", Level: agentrunner.LevelInfo}
+	run := fmt.Sprintf("c%d", i/benchSteps)
 	if i%benchSteps == 0 {
-		// A cycle's start: its directory, durable, and its transition.
-		f.cycle = filepath.Join(f.dir, "cycles", fmt.Sprintf("c%d", i/benchSteps))
-		if err := atomicfile.MkdirAll(f.cycle, 0o755); err != nil {
+		// A cycle's start: its directory (a view) and its transition.
+		f.cycle = filepath.Join(f.dir, "cycles", run)
+		if err := os.MkdirAll(f.cycle, 0o755); err != nil {
 			b.Fatal(err)
 		}
 		if err := f.store.Apply(context.Background(), &agentrunner.Change{Events: []*agentrunner.Event{ev}}); err != nil {
 			b.Fatal(err)
 		}
 	}
-	att := filepath.Join(f.dir, "attempts", fmt.Sprintf("c%d", i/benchSteps), fmt.Sprintf("s%d-1", i%benchSteps))
+	att := filepath.Join(f.dir, "attempts", run, fmt.Sprintf("s%d-1", i%benchSteps))
 	if err := os.MkdirAll(att, 0o755); err != nil {
 		b.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(att, "prompt.md"), f.body, 0o644)
 	os.WriteFile(filepath.Join(att, "out.md"), f.body, 0o644)
-	os.ReadFile(filepath.Join(att, "out.md"))
-	if err := atomicfile.Move(filepath.Join(att, "out.md"), filepath.Join(f.cycle, fmt.Sprintf("out%d.md", i%benchSteps))); err != nil {
+	data, _ := os.ReadFile(filepath.Join(att, "out.md"))
+	files := []*agentrunner.StoredFile{
+		{RunID: run, Step: "s", Kind: agentrunner.FileArtifact, Name: "out.md", Data: data, SHA256: artifact.Hash(data), CreatedAt: ev.Timestamp},
+		{RunID: run, Step: "s", Kind: agentrunner.FilePrompt, Name: "prompt.md", Data: f.body, SHA256: artifact.Hash(f.body), CreatedAt: ev.Timestamp},
+	}
+	if err := f.store.Apply(context.Background(), &agentrunner.Change{Events: []*agentrunner.Event{ev}, Files: files}); err != nil {
 		b.Fatal(err)
 	}
-	if err := f.store.Apply(context.Background(), &agentrunner.Change{Events: []*agentrunner.Event{ev}}); err != nil {
+	if err := os.Rename(filepath.Join(att, "out.md"), filepath.Join(f.cycle, fmt.Sprintf("out%d.md", i%benchSteps))); err != nil {
 		b.Fatal(err)
 	}
 }

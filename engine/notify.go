@@ -78,27 +78,30 @@ const (
 	EventCommandIgnored = scheduler.EventCommandIgnored
 )
 
-// inject puts an operator's message into an agent's mailbox: the agent
-// reads it on its next run, or at its next turn if it is a model agent
-// running now. The message's id is the command's, so a crash between the
-// file write and the commit replaces the message instead of doubling it.
-func (e *Engine) inject(_ context.Context, cmd *agentrunner.Command) (*agentrunner.Event, string, error) {
+// inject makes the deposit of an operator's message into an agent's
+// mailbox, committed by the scheduler with the command's consumption and
+// written into the mailbox's file after it: the agent reads it on its
+// next run, or at its next turn if it is a model agent running now. The
+// message's id is the command's, so delivering it again would replace it
+// rather than double it.
+func (e *Engine) inject(_ context.Context, cmd *agentrunner.Command) (*scheduler.Injection, error) {
 	agent, _ := cmd.Args["agent"].(string)
 	body, _ := cmd.Args["message"].(string)
 	e.cfgMu.RLock()
 	known, boxes := e.cfg.Agents[agent] != nil, e.boxes
 	e.cfgMu.RUnlock()
 	if !known {
-		return nil, "", agentrunner.Errorf(agentrunner.EINVALID, "no agent %q", agent)
+		return nil, agentrunner.Errorf(agentrunner.EINVALID, "no agent %q", agent)
 	}
 	msg := mailbox.Message{
 		ID: fmt.Sprintf("inject-%d", cmd.ID), Time: cmd.CreatedAt, From: "operator:" + cmd.Operator, Kind: mailbox.Inject, Body: body,
 	}
-	if _, err := boxes.Deposit(agent, msg); err != nil {
-		return nil, "", err
+	d, err := boxes.Deposit(agent, msg)
+	if err != nil {
+		return nil, err
 	}
 	ev := &agentrunner.Event{Timestamp: e.clock.Now(), Type: EventInjected, Agent: agent, Level: agentrunner.LevelInfo, Details: map[string]any{
 		"operator": cmd.Operator, "command": cmd.ID, "to": agent, "message_id": msg.ID, "bytes": len(body),
 	}}
-	return ev, "delivered to the mailbox of " + agent, nil
+	return &scheduler.Injection{Mail: d, Event: ev, Result: "delivered to the mailbox of " + agent}, nil
 }

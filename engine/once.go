@@ -27,6 +27,13 @@ func (e *Engine) RunOnce(ctx context.Context) (*agentrunner.Cycle, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The unfinished cycle, read before the scheduler resumes it: it may
+	// end before the scheduler is ready, and then it is the one to return,
+	// not a reason to start another.
+	before, err := e.store.UnfinishedCycle(ctx, cfg.Name)
+	if err != nil && agentrunner.ErrorCode(err) != agentrunner.ENOTFOUND {
+		return nil, err
+	}
 	ends := newEnds()
 	e.setEnded(ends.observe)
 	defer e.setEnded(nil)
@@ -39,7 +46,7 @@ func (e *Engine) RunOnce(ctx context.Context) (*agentrunner.Cycle, error) {
 		runErr = sched.Run(ctx)
 		close(stopped)
 	}()
-	c, err := e.cycleOnce(ctx, sched, cfg.Name, stopped)
+	c, err := e.cycleOnce(ctx, sched, cfg.Name, before, stopped)
 	if err == nil && c.Status != agentrunner.CycleHalted {
 		err = ends.wait(ctx, c.ID, stopped)
 	}
@@ -64,10 +71,11 @@ func (e *Engine) unscheduled() (*scheduler.Scheduler, error) {
 }
 
 // cycleOnce waits until sched has applied the pending commands, then
-// returns the cycle RunOnce drives: the running or halted one, else the
-// oldest one queued (a force-cycle given while a cycle ran), else a new
-// one it starts.
-func (e *Engine) cycleOnce(ctx context.Context, sched *scheduler.Scheduler, loop string, stopped <-chan struct{}) (*agentrunner.Cycle, error) {
+// returns the cycle RunOnce drives: the running or halted one, or the one
+// that was unfinished before (before, if not nil) and has ended since
+// unless an operator aborted it, else the oldest one queued (a
+// force-cycle given while a cycle ran), else a new one it starts.
+func (e *Engine) cycleOnce(ctx context.Context, sched *scheduler.Scheduler, loop string, before *agentrunner.Cycle, stopped <-chan struct{}) (*agentrunner.Cycle, error) {
 	select {
 	case <-sched.Ready():
 	case <-stopped:
@@ -76,6 +84,11 @@ func (e *Engine) cycleOnce(ctx context.Context, sched *scheduler.Scheduler, loop
 	c, err := e.store.UnfinishedCycle(ctx, loop)
 	if agentrunner.ErrorCode(err) != agentrunner.ENOTFOUND {
 		return c, err
+	}
+	if before != nil {
+		if c, err := e.store.Cycle(ctx, before.ID); err != nil || c.Status != agentrunner.CycleAborted {
+			return c, err
+		}
 	}
 	queued, err := e.store.Runs(ctx, agentrunner.RunFilter{Pipeline: loop, Status: agentrunner.RunQueued})
 	if err != nil {

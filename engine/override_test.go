@@ -196,11 +196,19 @@ func TestInject(t *testing.T) {
 	if diff := cmp.Diff(want, f.audit()); diff != "" {
 		t.Errorf("audit (-want +got):\n%s", diff)
 	}
-	// A crash after the file write and before the commit: the command is
-	// applied again and replaces its own message.
+	// The same command delivered again (its id is the message's) replaces
+	// its own message.
 	again := &agentrunner.Command{ID: 1, Kind: agentrunner.CommandInject, Operator: "alice", CreatedAt: t0,
 		Args: map[string]any{"agent": "research", "message": "Look at ETH staking flows."}}
-	if _, _, err := e.inject(context.Background(), again); err != nil {
+	inj, err := e.inject(context.Background(), again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := f.store.Apply(ctx, &agentrunner.Change{Mail: []*agentrunner.MailDeposit{inj.Mail}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.boxes.Sync(ctx, f.store, "research"); err != nil {
 		t.Fatal(err)
 	}
 	msgs, _ = e.boxes.Read("research", 0)

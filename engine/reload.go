@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/agentrunner/agentrunner/config"
-	"github.com/agentrunner/agentrunner/mailbox"
 	"github.com/agentrunner/agentrunner/scheduler"
 	"go.yaml.in/yaml/v3"
 )
@@ -40,7 +39,7 @@ func (e *Engine) reload() (*scheduler.Reloaded, error) {
 	}
 	boxes := e.boxes
 	if ws.Config.Mailbox.MaxMessages != cur.Mailbox.MaxMessages {
-		if boxes, err = mailbox.New(ws.Layout.Mailboxes(), ws.Config.Mailbox.MaxMessages); err != nil {
+		if boxes, err = boxes.WithMax(ws.Config.Mailbox.MaxMessages); err != nil {
 			return nil, err
 		}
 	}

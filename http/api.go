@@ -1,6 +1,8 @@
 package http
 
 import (
+	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -22,6 +24,7 @@ import (
 	"github.com/agentrunner/agentrunner/config"
 	"github.com/agentrunner/agentrunner/engine"
 	"github.com/agentrunner/agentrunner/internal/clip"
+	"github.com/agentrunner/agentrunner/view"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -192,7 +195,7 @@ func (s *Server) handleCycle(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	arts, err := artifacts(c.Dir)
+	arts, err := s.artifacts(r.Context(), c)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -226,9 +229,29 @@ func (s *Server) handleCycle(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// artifacts lists the files of a cycle directory with their sizes and
+// artifacts lists a run's artifacts: the store's newest copy of each,
+// which is what the run produced whatever its view in the run's
+// directory holds now. A run from before the store kept artifacts has no
+// copies: its directory is listed.
+func (s *Server) artifacts(ctx context.Context, c *agentrunner.Cycle) ([]Artifact, error) {
+	files, err := s.store.Files(ctx, agentrunner.FileFilter{RunID: c.ID, Kind: agentrunner.FileArtifact, Latest: true, NoData: true})
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return dirArtifacts(c.Dir)
+	}
+	out := make([]Artifact, 0, len(files))
+	for _, f := range files {
+		out = append(out, Artifact{Name: f.Name, Size: f.Size, SHA256: f.SHA256, Modified: f.CreatedAt.UTC()})
+	}
+	slices.SortFunc(out, func(a, b Artifact) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// dirArtifacts lists the files of a cycle directory with their sizes and
 // hashes. A missing directory (an archived cycle) has none.
-func artifacts(dir string) ([]Artifact, error) {
+func dirArtifacts(dir string) ([]Artifact, error) {
 	out := []Artifact{}
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -274,17 +297,78 @@ var contentTypes = map[string]string{
 	".txt":  "text/plain; charset=utf-8",
 }
 
-// handleArtifact serves one file of a cycle directory, confined to it.
+// handleArtifact serves one artifact of a cycle: the store's newest
+// copy, never its view (which a crash or a hand may have left stale), or
+// for a run from before the store kept artifacts the file of its
+// directory, confined to it. It only reads: the runner repairs views.
 func (s *Server) handleArtifact(w http.ResponseWriter, r *http.Request) {
+	if !s.validArtifactName(w, r) {
+		return
+	}
+	if c := s.cycleOf(w, r); c != nil {
+		s.serveArtifact(w, r, c, "cycle")
+	}
+}
+
+// handleRunArtifact serves one artifact of a run of any pipeline, as
+// handleArtifact does a cycle's.
+func (s *Server) handleRunArtifact(w http.ResponseWriter, r *http.Request) {
+	if !s.validArtifactName(w, r) {
+		return
+	}
+	if run := s.runOf(w, r); run != nil {
+		s.serveArtifact(w, r, run, "run")
+	}
+}
+
+// validArtifactName checks the name of the artifact asked for, answering
+// the error when it is not one.
+func (s *Server) validArtifactName(w http.ResponseWriter, r *http.Request) bool {
 	name := r.PathValue("name")
 	if !artifactNamePattern.MatchString(name) || strings.Contains(name, "..") {
-		s.writeError(w, r, agentrunner.Errorf(agentrunner.EINVALID, "artifact name: want a file name of the cycle directory (letters, digits, _, -, .), got %q", clip.String(name, maxQuoted)))
-		return
+		s.writeError(w, r, agentrunner.Errorf(agentrunner.EINVALID, "artifact name: want a file name of the run directory (letters, digits, _, -, .), got %q", clip.String(name, maxQuoted)))
+		return false
 	}
-	c := s.cycleOf(w, r)
-	if c == nil {
-		return
+	return true
+}
+
+// serveArtifact serves the store's newest copy of the run's artifact, or
+// for a run from before the store kept artifacts the file of its
+// directory; noun names the run in a not-found error.
+func (s *Server) serveArtifact(w http.ResponseWriter, r *http.Request, run *agentrunner.Run, noun string) {
+	name := r.PathValue("name")
+	f, legacy, err := view.Latest(r.Context(), s.store, run.ID, name)
+	switch {
+	case err != nil:
+		s.writeError(w, r, err)
+	case f != nil:
+		serveStored(w, r, f)
+	case legacy:
+		s.serveArtifactFile(w, r, run, name)
+	default:
+		s.writeError(w, r, agentrunner.Errorf(agentrunner.ENOTFOUND, "%s %s has no artifact %s", noun, run.ID, name))
 	}
+}
+
+// serveStored serves the bytes of a stored file, typed by its name.
+func serveStored(w http.ResponseWriter, r *http.Request, f *agentrunner.StoredFile) {
+	setContentType(w, f.Name)
+	http.ServeContent(w, r, "", f.CreatedAt, bytes.NewReader(f.Data))
+}
+
+// setContentType types an answer by the extension of the file it serves
+// and forbids browsers to guess another type.
+func setContentType(w http.ResponseWriter, name string) {
+	ct, ok := contentTypes[filepath.Ext(name)]
+	if !ok {
+		ct = "application/octet-stream"
+	}
+	w.Header().Set("Content-Type", ct)
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+}
+
+// serveArtifactFile serves a file of a cycle directory, confined to it.
+func (s *Server) serveArtifactFile(w http.ResponseWriter, r *http.Request, c *agentrunner.Cycle, name string) {
 	root, err := os.OpenRoot(c.Dir)
 	if err != nil {
 		s.writeError(w, r, agentrunner.Errorf(agentrunner.ENOTFOUND, "cycle %s has no directory", c.ID))
@@ -302,12 +386,7 @@ func (s *Server) handleArtifact(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, agentrunner.Errorf(agentrunner.ENOTFOUND, "cycle %s has no artifact %s", c.ID, name))
 		return
 	}
-	ct, ok := contentTypes[filepath.Ext(name)]
-	if !ok {
-		ct = "application/octet-stream"
-	}
-	w.Header().Set("Content-Type", ct)
-	w.Header().Set("X-Content-Type-Options", "nosniff")
+	setContentType(w, name)
 	http.ServeContent(w, r, "", info.ModTime(), f)
 }
 
@@ -490,7 +569,8 @@ func (s *Server) agentOf(w http.ResponseWriter, r *http.Request) string {
 	return agent
 }
 
-// handleMailbox shows an agent's mailbox (FR-034/035).
+// handleMailbox shows an agent's mailbox (FR-034/035), as the store holds
+// it.
 func (s *Server) handleMailbox(w http.ResponseWriter, r *http.Request) {
 	agent := s.agentOf(w, r)
 	if agent == "" {
@@ -500,7 +580,7 @@ func (s *Server) handleMailbox(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, agentrunner.Errorf(agentrunner.EUNAVAILABLE, "mailboxes are not served by this server"))
 		return
 	}
-	msgs, err := s.opts.Mailboxes.Read(agent, 0)
+	msgs, err := s.opts.Mailboxes.Stored(r.Context(), s.opts.Store, agent)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

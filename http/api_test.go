@@ -21,6 +21,7 @@ import (
 	"github.com/agentrunner/agentrunner/config"
 	arhttp "github.com/agentrunner/agentrunner/http"
 	"github.com/agentrunner/agentrunner/internal/clocktest"
+	"github.com/agentrunner/agentrunner/internal/mailboxtest"
 	"github.com/agentrunner/agentrunner/mailbox"
 	"github.com/agentrunner/agentrunner/sqlite"
 	"github.com/google/go-cmp/cmp"
@@ -91,9 +92,7 @@ func newAPIFixture(t testing.TB, edit func(*config.Config)) *apiFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := boxes.Deposit("research", mailbox.Message{ID: "m1", Time: now, From: "plan", Kind: mailbox.Forward, Body: "look at BTC"}); err != nil {
-		t.Fatal(err)
-	}
+	mailboxtest.Deposit(t, f.store, boxes, "research", mailbox.Message{ID: "m1", Time: now, From: "plan", Kind: mailbox.Forward, Body: "look at BTC"})
 	f.seed()
 	f.srv = newServer(t, arhttp.Options{
 		Store: f.store, Config: f.cfg, Clock: clocktest.New(now), Logger: slog.New(slog.DiscardHandler),
@@ -255,9 +254,9 @@ func TestBadInput(t *testing.T) {
 		{"mailbox of no agent", "POST", "/api/mailboxes/ghost", `{"message": "hi"}`, 404, `no agent "ghost" (agents: plan, research)`},
 		{"unknown cycle", "GET", "/api/cycles/20990101_000000", "", 404, `cycle "20990101_000000" not found`},
 		{"malformed cycle id", "GET", "/api/cycles/latest", "", 400, `cycle id: want YYYYMMDD_HHMMSS, got "latest"`},
-		{"traversal in an artifact name", "GET", "/api/cycles/20260314_082653/artifacts/%2e%2e%2f%2e%2e%2fstate.db", "", 400, `artifact name: want a file name of the cycle directory (letters, digits, _, -, .), got "../../state.db"`},
-		{"hidden artifact", "GET", "/api/cycles/20260314_082653/artifacts/.plan.md.tmp", "", 400, `artifact name: want a file name of the cycle directory (letters, digits, _, -, .), got ".plan.md.tmp"`},
-		{"dot-dot artifact", "GET", "/api/cycles/20260314_082653/artifacts/plan..md", "", 400, `artifact name: want a file name of the cycle directory (letters, digits, _, -, .), got "plan..md"`},
+		{"traversal in an artifact name", "GET", "/api/cycles/20260314_082653/artifacts/%2e%2e%2f%2e%2e%2fstate.db", "", 400, `artifact name: want a file name of the run directory (letters, digits, _, -, .), got "../../state.db"`},
+		{"hidden artifact", "GET", "/api/cycles/20260314_082653/artifacts/.plan.md.tmp", "", 400, `artifact name: want a file name of the run directory (letters, digits, _, -, .), got ".plan.md.tmp"`},
+		{"dot-dot artifact", "GET", "/api/cycles/20260314_082653/artifacts/plan..md", "", 400, `artifact name: want a file name of the run directory (letters, digits, _, -, .), got "plan..md"`},
 		{"missing artifact", "GET", "/api/cycles/20260314_082653/artifacts/research.md", "", 404, "cycle 20260314_082653 has no artifact research.md"},
 		{"bad limit", "GET", "/api/cycles?limit=0", "", 400, `query parameter limit: want an integer from 1 to 500, got "0"`},
 		{"limit too large", "GET", "/api/audit?limit=501", "", 400, `query parameter limit: want an integer from 1 to 500, got "501"`},
@@ -364,6 +363,11 @@ func TestReads(t *testing.T) {
 		t.Errorf("tools (-want +got):\n%s", diff)
 	}
 
+	// The mailbox is the store's, even with its file lost (a crash after
+	// the commit, before the file was written).
+	if err := os.Remove(filepath.Join(f.cfg.ArtifactsDir, "mailboxes", "mailbox.research")); err != nil {
+		t.Fatal(err)
+	}
 	box := get("/api/mailboxes/research")
 	if msgs := box["messages"].([]any); len(msgs) != 1 || msgs[0].(map[string]any)["body"] != "look at BTC" {
 		t.Errorf("mailbox: %v", box)

@@ -19,6 +19,7 @@ import (
 	"github.com/agentrunner/agentrunner/internal/clocktest"
 	"github.com/agentrunner/agentrunner/internal/cputime"
 	"github.com/agentrunner/agentrunner/internal/historytest"
+	"github.com/agentrunner/agentrunner/internal/mailboxtest"
 	"github.com/agentrunner/agentrunner/mailbox"
 	"github.com/agentrunner/agentrunner/sqlite"
 )
@@ -134,9 +135,7 @@ func benchServer(b *testing.B, dir string, store *sqlite.Store, n int) *arhttp.S
 	last := historytest.CycleStart(n - 1)
 	for i := range 5 {
 		msg := mailbox.Message{ID: fmt.Sprintf("m%d", i), Time: last.Add(time.Duration(i) * time.Minute), From: "plan", Kind: mailbox.Forward, Body: "look at BTC funding"}
-		if _, err := boxes.Deposit("research", msg); err != nil {
-			b.Fatal(err)
-		}
+		mailboxtest.Deposit(b, store, boxes, "research", msg)
 	}
 	srv, err := arhttp.New(arhttp.Options{Store: store, Config: cfg, Clock: clocktest.New(last.Add(time.Hour)),
 		Logger: slog.New(slog.DiscardHandler), Auth: auth, Mailboxes: boxes})

@@ -2,8 +2,11 @@ package http
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/url"
+	"strconv"
+	"strings"
 
 	"github.com/agentrunner/agentrunner"
 )
@@ -87,4 +90,43 @@ func (c *Client) AbortRun(ctx context.Context, run, reason string) (*Command, er
 	return c.command(ctx, []string{"api", "runs", run, "abort"}, struct {
 		Reason string `json:"reason,omitempty"`
 	}{reason})
+}
+
+// AttemptPrompt returns the prompt attempt n of step gave its agent in
+// run, as the store committed it; ENOTFOUND, saying why, when the store
+// has none.
+func (c *Client) AttemptPrompt(ctx context.Context, run, step string, n int) ([]byte, error) {
+	return c.attemptFile(ctx, run, step, n, "prompt")
+}
+
+// AttemptValidation returns the validation report of attempt n of step's
+// rejected output in run, as the store committed it; ENOTFOUND, saying
+// why, when the store has none.
+func (c *Client) AttemptValidation(ctx context.Context, run, step string, n int) ([]byte, error) {
+	return c.attemptFile(ctx, run, step, n, "validation")
+}
+
+// attemptFile reads the stored file of kind of an attempt: text, at most
+// MaxResponseBytes.
+func (c *Client) attemptFile(ctx context.Context, run, step string, n int, kind string) ([]byte, error) {
+	resp, err := c.send(ctx, http.MethodGet, []string{"api", "runs", run, "steps", step, "attempts", strconv.Itoa(n), kind}, nil, nil, "text/markdown, text/plain")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, c.answerError(resp)
+	}
+	where := "GET " + resp.Request.URL.Path
+	if mt := mediaType(resp); !strings.HasPrefix(mt, "text/") {
+		return nil, unexpected(agentrunner.EINTERNAL, "%s: the server answered with %s, not text", where, orUnknown(mt))
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
+	if err != nil {
+		return nil, c.transportError(ctx, err)
+	}
+	if len(data) > MaxResponseBytes {
+		return nil, unexpected(agentrunner.EINTERNAL, "%s: the answer is longer than %d bytes", where, MaxResponseBytes)
+	}
+	return data, nil
 }

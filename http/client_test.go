@@ -24,6 +24,7 @@ import (
 	"github.com/agentrunner/agentrunner/engine"
 	arhttp "github.com/agentrunner/agentrunner/http"
 	"github.com/agentrunner/agentrunner/internal/clocktest"
+	"github.com/agentrunner/agentrunner/internal/mailboxtest"
 	"github.com/agentrunner/agentrunner/mailbox"
 	"github.com/agentrunner/agentrunner/sqlite"
 	"github.com/agentrunner/agentrunner/tool"
@@ -76,10 +77,8 @@ func newClientFixture(t *testing.T) *clientFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := boxes.Deposit("research", mailbox.Message{ID: "m1", Time: now, From: "plan", Kind: mailbox.Forward, Body: "look at BTC"}); err != nil {
-		t.Fatal(err)
-	}
 	f := &clientFixture{store: openStore(t)}
+	mailboxtest.Deposit(t, f.store, boxes, "research", mailbox.Message{ID: "m1", Time: now, From: "plan", Kind: mailbox.Forward, Body: "look at BTC"})
 	f.seed(t, cfg)
 	srv, err := arhttp.New(arhttp.Options{
 		Store: f.store, Config: cfg, Clock: clocktest.New(now), Logger: slog.New(slog.DiscardHandler), Auth: auth, Mailboxes: boxes,

@@ -65,6 +65,13 @@ type answer struct {
 // send sends req to addr on a connection of its own.
 func send(t *testing.T, addr string, req request) (answer, string) {
 	t.Helper()
+	a, body, _ := sendWithHeader(t, addr, req)
+	return a, body
+}
+
+// sendWithHeader is send that also returns the answer's header.
+func sendWithHeader(t testing.TB, addr string, req request) (answer, string, http.Header) {
+	t.Helper()
 	var body io.Reader
 	if req.body != "" {
 		body = strings.NewReader(req.body)
@@ -95,7 +102,7 @@ func send(t *testing.T, addr string, req request) (answer, string) {
 	if resp.StatusCode >= 400 {
 		a.Code, _ = decode(t, string(data)).(map[string]any)["error"].(map[string]any)["code"].(string)
 	}
-	return a, string(data)
+	return a, string(data), resp.Header
 }
 
 // TestForeignHostRefusedWithoutCredentials: without credentials only a

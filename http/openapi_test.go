@@ -22,9 +22,11 @@ import (
 	"time"
 
 	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/artifact"
 	"github.com/agentrunner/agentrunner/config"
 	arhttp "github.com/agentrunner/agentrunner/http"
 	"github.com/agentrunner/agentrunner/internal/clocktest"
+	"github.com/agentrunner/agentrunner/internal/mailboxtest"
 	"github.com/agentrunner/agentrunner/mailbox"
 	"github.com/agentrunner/agentrunner/sqlite"
 	"github.com/agentrunner/agentrunner/tool"
@@ -725,6 +727,13 @@ func seedAPIWorld(t *testing.T) *apiWorld {
 			{CycleID: apiRunningCycle, Step: "research", Number: 2, Agent: "researcher", Status: agentrunner.AttemptRunning,
 				NotBefore: at("2026-03-14T09:15:00Z"), StartedAt: at("2026-03-14T09:15:00Z")},
 		},
+		// The store's copies: the artifact, and research's first prompt
+		// and why its output was rejected.
+		Files: []*agentrunner.StoredFile{
+			apiStoredFile(apiRunningCycle, "plan", 1, agentrunner.FileArtifact, "plan.md", "# Plan\n", at("2026-03-14T09:03:00Z")),
+			apiStoredFile(apiRunningCycle, "research", 1, agentrunner.FilePrompt, "prompt.md", "# Research\n\nRead plan.md.\n", at("2026-03-14T09:03:01Z")),
+			apiStoredFile(apiRunningCycle, "research", 1, agentrunner.FileValidation, "validation.txt", "research.md: empty\n", at("2026-03-14T09:10:00Z")),
+		},
 		Events: []*agentrunner.Event{
 			{Timestamp: at("2026-03-14T09:00:00Z"), Type: agentrunner.EventCycleStarted, CycleID: apiRunningCycle, Level: agentrunner.LevelInfo},
 			{Timestamp: at("2026-03-14T09:10:00Z"), Type: agentrunner.EventRetryScheduled, Agent: "researcher", Step: "research",
@@ -756,12 +765,14 @@ func seedAPIWorld(t *testing.T) *apiWorld {
 			CycleID: apiCompletedCycle, Body: "Focus on funding rates."},
 		{ID: "inject-1", Time: at("2026-03-14T08:00:00Z"), From: "alice", Kind: mailbox.Inject, Body: "Ignore the SOL rumour."},
 	}
-	for _, m := range msgs {
-		if _, err := w.mailboxes.Deposit("researcher", m); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mailboxtest.Deposit(t, w.store, w.mailboxes, "researcher", msgs...)
 	return w
+}
+
+// apiStoredFile is the store's copy of a file attempt n of step wrote.
+func apiStoredFile(run, step string, n int, kind agentrunner.FileKind, name, body string, at time.Time) *agentrunner.StoredFile {
+	return &agentrunner.StoredFile{RunID: run, Step: step, Visit: 1, Attempt: n, Kind: kind, Name: name,
+		Data: []byte(body), SHA256: artifact.Hash([]byte(body)), CreatedAt: at}
 }
 
 // config returns the workspace's configuration: two agents with tools.
@@ -834,6 +845,7 @@ func TestOpenAPIResponsesMatchTheSchemas(t *testing.T) {
 	servers["runs"] = runs.srv
 	modified := w.modified.UTC().Format(http.TimeFormat)
 	artifact := "/api/cycles/" + apiCompletedCycle + "/artifacts/"
+	attempt := "/api/runs/" + apiRunningCycle + "/steps/research/attempts/"
 	cases := []apiCase{
 		{name: "status", method: "GET", target: "/api/status", want: 200},
 		{name: "status without history", srv: "bare", method: "GET", target: "/api/status", want: 200},
@@ -866,6 +878,19 @@ func TestOpenAPIResponsesMatchTheSchemas(t *testing.T) {
 		{name: "a subdirectory", method: "GET", target: artifact + "attempts", want: 404},
 		{name: "artifact of an archived cycle", method: "GET", target: "/api/cycles/" + apiFailedCycle + "/artifacts/plan.md", want: 404},
 		{name: "artifact of an unknown cycle", method: "GET", target: "/api/cycles/20990101_000000/artifacts/plan.md", want: 404},
+		{name: "a stored artifact", method: "GET", target: "/api/cycles/" + apiRunningCycle + "/artifacts/plan.md", want: 200},
+		{name: "an artifact the store lacks", method: "GET", target: "/api/cycles/" + apiRunningCycle + "/artifacts/research.md", want: 404},
+		{name: "a run's stored artifact", method: "GET", target: "/api/runs/" + apiRunningCycle + "/artifacts/plan.md", want: 200},
+		{name: "an artifact a run lacks", method: "GET", target: "/api/runs/" + apiRunningCycle + "/artifacts/nosuch.md", want: 404},
+		{name: "a run artifact's bad name", method: "GET", target: "/api/runs/" + apiRunningCycle + "/artifacts/plan..md", want: 400},
+		{name: "a prompt", method: "GET", target: attempt + "1/prompt", want: 200},
+		{name: "a prompt not modified", method: "GET", target: attempt + "1/prompt", header: map[string]string{"If-Modified-Since": "Sat, 14 Mar 2026 09:03:01 GMT"}, want: 304},
+		{name: "a validation report", method: "GET", target: attempt + "1/validation", want: 200},
+		{name: "no validation report", method: "GET", target: attempt + "2/validation", want: 404},
+		{name: "a prompt of no attempt", method: "GET", target: attempt + "9/prompt", want: 404},
+		{name: "a prompt of attempt 0", method: "GET", target: attempt + "0/prompt", want: 400},
+		{name: "a prompt of an unknown run", method: "GET", target: "/api/runs/review-999999/steps/a/attempts/1/prompt", want: 404},
+		{name: "a prompt of a bad run id", method: "GET", target: "/api/runs/-x/steps/a/attempts/1/prompt", want: 400},
 		{name: "errors", method: "GET", target: "/api/errors", want: 200},
 		{name: "a full page of errors", method: "GET", target: "/api/errors?limit=1&before=100", want: 200},
 		{name: "errors before -1", method: "GET", target: "/api/errors?before=-1", want: 400},

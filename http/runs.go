@@ -69,6 +69,8 @@ type RunList struct {
 type RunDetail struct {
 	Run   Run       `json:"run"`
 	Steps []StepRun `json:"steps"`
+	// Artifacts are the store's newest copy of each of the run's artifacts.
+	Artifacts []Artifact `json:"artifacts"`
 }
 
 // StepRunList lists the step runs of a run, oldest first.
@@ -240,7 +242,12 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, RunDetail{Run: s.viewRun(run), Steps: steps})
+	arts, err := s.artifacts(r.Context(), run)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, RunDetail{Run: s.viewRun(run), Steps: steps, Artifacts: arts})
 }
 
 // handleRunSteps lists a run's step runs, oldest first; status filters.

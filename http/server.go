@@ -78,7 +78,7 @@ type Options struct {
 	// Auth checks callers; nil: no credentials are configured and every
 	// caller is the local admin (the server must listen on loopback).
 	Auth *Authenticator
-	// Mailboxes are read by GET /api/mailboxes/{agent}.
+	// Mailboxes read the store's messages for GET /api/mailboxes/{agent}.
 	Mailboxes *mailbox.Mailboxes
 	// Tools are the registered tools; ToolStats their in-process counters
 	// and breaker states (optional).
@@ -205,7 +205,10 @@ func (s *Server) routes() []route {
 		{pattern: "POST /api/override/{kind}", role: config.RoleOperator, handler: s.handleOverride},
 		{pattern: "GET /api/runs", role: config.RoleViewer, handler: s.handleRuns},
 		{pattern: "GET /api/runs/{run}", role: config.RoleViewer, handler: s.handleRun},
+		{pattern: "GET /api/runs/{run}/artifacts/{name}", role: config.RoleViewer, handler: s.handleRunArtifact},
 		{pattern: "GET /api/runs/{run}/steps", role: config.RoleViewer, handler: s.handleRunSteps},
+		{pattern: "GET /api/runs/{run}/steps/{step}/attempts/{n}/prompt", role: config.RoleViewer, handler: s.handleAttemptFile(agentrunner.FilePrompt)},
+		{pattern: "GET /api/runs/{run}/steps/{step}/attempts/{n}/validation", role: config.RoleViewer, handler: s.handleAttemptFile(agentrunner.FileValidation)},
 		{pattern: "POST /api/runs/{run}/abort", role: config.RoleOperator, handler: s.handleAbortRun},
 		{pattern: "POST /api/runs/{run}/resume", role: config.RoleOperator, handler: s.handleResumeRun},
 		{pattern: "POST /api/pipelines/{name}/runs", role: config.RoleOperator, handler: s.handleStartRun},

@@ -218,6 +218,9 @@ func (s failingStore) UnfinishedCycle(context.Context, string) (*agentrunner.Cyc
 	return nil, s.err
 }
 func (s failingStore) ApplyAll(context.Context, ...*agentrunner.Change) error { return s.err }
+func (s failingStore) ApplyGroup(context.Context, ...*agentrunner.Change) ([]error, error) {
+	return nil, s.err
+}
 func (s failingStore) Run(context.Context, string) (*agentrunner.Run, error) {
 	return nil, s.err
 }
@@ -257,10 +260,17 @@ func (s failingStore) Commands(context.Context, agentrunner.CommandFilter) ([]*a
 }
 func (s failingStore) Control(context.Context) (*agentrunner.Control, error) { return nil, s.err }
 func (s failingStore) PruneEvents(context.Context, time.Time) (int64, error) { return 0, s.err }
+func (s failingStore) PruneFiles(context.Context, time.Time, ...agentrunner.FileKind) (int64, error) {
+	return 0, s.err
+}
 func (s failingStore) ToolUsage(context.Context, time.Time) ([]*agentrunner.ToolUsage, error) {
 	return nil, s.err
 }
-func (s failingStore) Close() error { return nil }
+func (s failingStore) Files(context.Context, agentrunner.FileFilter) ([]*agentrunner.StoredFile, error) {
+	return nil, s.err
+}
+func (s failingStore) Mailbox(context.Context, string) ([][]byte, error) { return nil, s.err }
+func (s failingStore) Close() error                                      { return nil }
 
 var _ agentrunner.Store = failingStore{}
 

@@ -1,10 +1,14 @@
 // Package mailbox keeps one inbox file per agent, <dir>/mailbox.<agent>,
-// that the runner writes and agents (child processes) read while they run
-// (FR-025..033).
+// that agents (child processes) read while they run (FR-025..033).
 //
 // A mailbox is JSON lines, one message per line, oldest first, so both a
-// program and an LLM can read it. The runner rewrites the whole file
-// atomically on every deposit, so another process reading it at any moment
+// program and an LLM can read it. The store is the truth of a mailbox: a
+// message is deposited (Deposit) in the transaction of the change that
+// sends it, and the file is a view of the store's messages, rendered after
+// the commit without an fsync (Sync). A crash can leave a view stale or
+// missing, never the store wrong: the runner checks every view at start
+// and an agent's own before the agent runs (Check). A view is replaced by
+// renaming a new file over it, so another process reading it at any moment
 // sees either the old or the new complete file, never a torn one.
 package mailbox
 
@@ -96,9 +100,8 @@ func (m *Message) Validate() error {
 	return nil
 }
 
-// ErrCorrupt is wrapped by the error of Read and Deposit when a mailbox file
-// holds a line that is not a valid message. Deposit then writes nothing, so
-// an operator's data is never silently dropped.
+// ErrCorrupt is wrapped by the error of Read and Legacy when a mailbox
+// file holds a line that is not a valid message.
 var ErrCorrupt = errors.New("corrupt mailbox")
 
 const (
@@ -136,43 +139,28 @@ func ValidateAgent(agent string) error {
 	return nil
 }
 
-// Mailboxes is the set of mailboxes in one directory, keeping at most max
-// messages each (FR-031). It is safe for concurrent use; deposits are
-// serialized so none is lost to a concurrent read-modify-write.
+// Mailboxes are the files of the agents' mailboxes in one directory,
+// each a view of the store's messages of its agent, and the size they
+// keep (FR-031). It is safe for concurrent use.
 type Mailboxes struct {
 	dir string
 	max int
-	// mu serializes deposits in this process. The runner is the only
-	// writer of a workspace's mailboxes; readers in other processes need no
-	// lock because every write is an atomic rename.
-	mu sync.Mutex
-	// last holds each mailbox as this process last read or wrote it, so a
-	// deposit on every step does not parse the file again: a write
-	// renames a new file into place, so an unchanged identity (inode,
-	// size, modification time) means unchanged content.
-	last map[string]cached
+	// views serializes the reading of the store and the writing of a view
+	// that follows it, for every Mailboxes of the directory (WithMax
+	// shares it): a check that read the store before a commit must not
+	// write its older view over the newer one written after the commit.
+	views *sync.Mutex
+	// known are the views this process wrote or checked against the store
+	// (under views, shared like it), by agent: a view whose file has not
+	// changed since (the same file, size and modification time) needs no
+	// store read before its agent runs, because only this process's
+	// commits change the messages and each one is followed by Sync.
+	known map[string]fileState
 }
 
-type cached struct {
-	id   fileID
-	msgs []Message
-}
-
-type fileID struct {
-	ino, size, mtime int64
-}
-
-func statID(path string) (fileID, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return fileID{}, err
-	}
-	ino, ok := inode(fi)
-	if !ok {
-		return fileID{}, fmt.Errorf("stat %s: no inode number", path)
-	}
-	return fileID{ino: ino, size: fi.Size(), mtime: fi.ModTime().UnixNano()}, nil
-}
+// fileState is a view's file as last written or checked; nil info: no
+// file, for a mailbox without messages.
+type fileState struct{ info os.FileInfo }
 
 // New returns the mailboxes in dir, keeping at most max messages each;
 // choosing the default (5) is the caller's job. dir is made absolute, so
@@ -182,8 +170,8 @@ func New(dir string, max int) (*Mailboxes, error) {
 	if dir == "" {
 		return nil, agentrunner.Errorf(agentrunner.EINVALID, "mailbox directory is empty")
 	}
-	if max < 1 {
-		return nil, agentrunner.Errorf(agentrunner.EINVALID, "maximum messages per mailbox is %d; it must be at least 1", max)
+	if err := validMax(max); err != nil {
+		return nil, err
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -192,7 +180,25 @@ func New(dir string, max int) (*Mailboxes, error) {
 	if err := atomicfile.MkdirAll(abs, dirPerm); err != nil {
 		return nil, fmt.Errorf("create mailbox directory: %w", err)
 	}
-	return &Mailboxes{dir: abs, max: max, last: map[string]cached{}}, nil
+	return &Mailboxes{dir: abs, max: max, views: &sync.Mutex{}, known: map[string]fileState{}}, nil
+}
+
+func validMax(max int) error {
+	if max < 1 {
+		return agentrunner.Errorf(agentrunner.EINVALID, "maximum messages per mailbox is %d; it must be at least 1", max)
+	}
+	return nil
+}
+
+// WithMax returns the same mailboxes keeping max messages each, for a
+// reloaded configuration: its views are written under the same lock.
+func (m *Mailboxes) WithMax(max int) (*Mailboxes, error) {
+	if err := validMax(max); err != nil {
+		return nil, err
+	}
+	c := *m
+	c.max = max
+	return &c, nil
 }
 
 // Dir returns the absolute directory holding the mailboxes.
@@ -207,119 +213,25 @@ func (m *Mailboxes) Path(agent string) string {
 	return filepath.Join(m.dir, filePrefix+agent)
 }
 
-// Deposit puts msg in agent's mailbox: it replaces the message with the same
-// ID in place, or appends msg and drops the oldest messages beyond the
-// maximum (FR-026, FR-032). replaced reports whether a message was replaced.
-// msg.Time is stored in UTC. The file is rewritten atomically; when the
-// current file is corrupt, Deposit fails and leaves it as it is.
-func (m *Mailboxes) Deposit(agent string, msg Message) (replaced bool, err error) {
-	r, err := m.DepositAll([]Delivery{{Agent: agent, Msg: msg}})
-	if err != nil {
-		return false, err
-	}
-	return r[0], nil
-}
-
-// Delivery is one message for one agent's mailbox.
-type Delivery struct {
-	Agent string
-	Msg   Message
-}
-
-// DepositAll makes several deposits, in order, as Deposit does, with one
-// fsync of the mailbox directory for all of them: a step delivers to a few
-// mailboxes at once. replaced[i] tells whether ds[i] replaced a message.
-// Nothing is written if any message is invalid or any mailbox it goes to
-// is corrupt; each mailbox file is replaced atomically.
-func (m *Mailboxes) DepositAll(ds []Delivery) (replaced []bool, err error) {
-	for i := range ds {
-		if err := ValidateAgent(ds[i].Agent); err != nil {
-			return nil, err
-		}
-		if err := ds[i].Msg.Validate(); err != nil {
-			return nil, agentrunner.Errorf(agentrunner.EINVALID, "message for mailbox of %s: %v", ds[i].Agent, err)
-		}
-	}
-
-	m.mu.Lock()
-	defer m.mu.Unlock()
-
-	boxes := map[string][]Message{}
-	var paths []string // in the order first deposited to
-	replaced = make([]bool, len(ds))
-	for i, d := range ds {
-		msg := d.Msg
-		msg.Time = msg.Time.UTC()
-		path := m.Path(d.Agent)
-		msgs, seen := boxes[path]
-		if !seen {
-			if msgs, err = m.current(path); err != nil {
-				return nil, err
-			}
-			paths = append(paths, path)
-		}
-		for j := range msgs {
-			if msgs[j].ID == msg.ID {
-				msgs[j] = msg
-				replaced[i] = true
-				break
-			}
-		}
-		if !replaced[i] {
-			msgs = append(msgs, msg)
-		}
-		if len(msgs) > m.max {
-			msgs = msgs[len(msgs)-m.max:]
-		}
-		boxes[path] = msgs
-	}
-
-	files := make([]atomicfile.File, len(paths))
-	for i, path := range paths {
-		data, err := encode(boxes[path])
-		if err != nil {
-			return nil, fmt.Errorf("encode mailbox %s: %w", path, err)
-		}
-		files[i] = atomicfile.File{Path: path, Data: data, Perm: filePerm}
-	}
-	if err := atomicfile.WriteFiles(files); err != nil {
-		for _, path := range paths {
-			delete(m.last, path)
-		}
-		return nil, fmt.Errorf("write mailboxes: %w", err)
-	}
-	for _, path := range paths {
-		if id, err := statID(path); err == nil {
-			m.last[path] = cached{id: id, msgs: boxes[path]}
-		} else {
-			delete(m.last, path)
-		}
-	}
-	return replaced, nil
-}
-
-// current returns a copy of the messages in the mailbox at path, from
-// m.last while the file is the one it describes; the caller holds mu.
-func (m *Mailboxes) current(path string) ([]Message, error) {
-	id, err := statID(path)
-	if errors.Is(err, os.ErrNotExist) {
-		delete(m.last, path)
-		return nil, nil
-	}
-	if err == nil {
-		if c, ok := m.last[path]; ok && c.id == id {
-			return append([]Message(nil), c.msgs...), nil
-		}
-	}
-	msgs, err := readFile(path)
-	if err != nil {
-		delete(m.last, path)
+// Deposit makes the deposit of msg into agent's mailbox for a change to
+// commit: the agent's name and the message are checked and the message
+// encoded as its line, in UTC, keeping Max messages. Nothing is written
+// here: the store replaces the message with the same ID in place, or
+// appends msg and drops the oldest beyond the maximum (FR-026, FR-032),
+// and the file is rendered from the store after the commit (Sync).
+func (m *Mailboxes) Deposit(agent string, msg Message) (*agentrunner.MailDeposit, error) {
+	if err := ValidateAgent(agent); err != nil {
 		return nil, err
 	}
-	if id2, err := statID(path); err == nil && id2 == id {
-		m.last[path] = cached{id: id, msgs: msgs}
+	if err := msg.Validate(); err != nil {
+		return nil, agentrunner.Errorf(agentrunner.EINVALID, "message for mailbox of %s: %v", agent, err)
 	}
-	return append([]Message(nil), msgs...), nil
+	msg.Time = msg.Time.UTC()
+	line, err := encode([]Message{msg})
+	if err != nil {
+		return nil, fmt.Errorf("encode a message for mailbox of %s: %w", agent, err)
+	}
+	return &agentrunner.MailDeposit{Agent: agent, ID: msg.ID, Line: bytes.TrimSuffix(line, []byte("\n")), Keep: m.max}, nil
 }
 
 // Read returns the last n messages of agent's mailbox, oldest first, or all

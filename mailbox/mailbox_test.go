@@ -2,8 +2,10 @@ package mailbox
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"github.com/agentrunner/agentrunner/sqlite"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,7 +14,6 @@ import (
 	"time"
 
 	"github.com/agentrunner/agentrunner"
-	"github.com/agentrunner/agentrunner/internal/atomicfile"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -38,13 +39,47 @@ func newBoxes(t *testing.T, max int) *Mailboxes {
 	return m
 }
 
+// testStore is a real store whose mailboxes the views are of.
+var stores sync.Map // *Mailboxes -> *sqlite.Store
+
+func storeOf(t *testing.T, m *Mailboxes) *sqlite.Store {
+	t.Helper()
+	if s, ok := stores.Load(m); ok {
+		return s.(*sqlite.Store)
+	}
+	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close(); stores.Delete(m) })
+	stores.Store(m, s)
+	return s
+}
+
+// deposit commits each message in its own change, as a step does, and
+// writes the view after the commit.
 func deposit(t *testing.T, m *Mailboxes, agent string, msgs ...Message) {
 	t.Helper()
+	if err := depositE(m, storeOf(t, m), agent, msgs...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func depositE(m *Mailboxes, s *sqlite.Store, agent string, msgs ...Message) error {
+	ctx := context.Background()
 	for _, ms := range msgs {
-		if _, err := m.Deposit(agent, ms); err != nil {
-			t.Fatalf("Deposit(%s, %s): %v", agent, ms.ID, err)
+		d, err := m.Deposit(agent, ms)
+		if err != nil {
+			return fmt.Errorf("Deposit(%s, %s): %w", agent, ms.ID, err)
+		}
+		if err := s.Apply(ctx, &agentrunner.Change{Mail: []*agentrunner.MailDeposit{d}}); err != nil {
+			return err
+		}
+		if err := m.Sync(ctx, s, agent); err != nil {
+			return fmt.Errorf("Sync(%s): %w", agent, err)
 		}
 	}
+	return nil
 }
 
 func ids(msgs []Message) []string {
@@ -96,15 +131,7 @@ func TestDepositReadRoundTrip(t *testing.T) {
 		{ID: "b", Time: t0.In(paris).Add(time.Second), From: "operator", Kind: Inject, Body: "line one\nline two \"quoted\""},
 		{ID: "c", Time: t0.Add(2 * time.Second), From: "runner", Kind: Status, CycleID: "x", Body: "execution done ✓"},
 	}
-	for _, ms := range in {
-		replaced, err := m.Deposit("plan", ms)
-		if err != nil {
-			t.Fatalf("Deposit: %v", err)
-		}
-		if replaced {
-			t.Errorf("Deposit(%s) replaced = true for a new id", ms.ID)
-		}
-	}
+	deposit(t, m, "plan", in...)
 	got, err := m.Read("plan", 0)
 	if err != nil {
 		t.Fatalf("Read: %v", err)
@@ -165,13 +192,7 @@ func TestReplaceByIDKeepsPositionAndCount(t *testing.T) {
 	deposit(t, m, "plan", msg("a", 0), msg("b", 1), msg("c", 2))
 	update := msg("b", 9)
 	update.Body = "updated"
-	replaced, err := m.Deposit("plan", update)
-	if err != nil {
-		t.Fatalf("Deposit: %v", err)
-	}
-	if !replaced {
-		t.Errorf("replaced = false, want true")
-	}
+	deposit(t, m, "plan", update)
 	got, err := m.Read("plan", 0)
 	if err != nil {
 		t.Fatalf("Read: %v", err)
@@ -182,9 +203,7 @@ func TestReplaceByIDKeepsPositionAndCount(t *testing.T) {
 	}
 
 	// Replaying the same delivery is idempotent: nothing is appended.
-	if _, err := m.Deposit("plan", update); err != nil {
-		t.Fatalf("Deposit again: %v", err)
-	}
+	deposit(t, m, "plan", update)
 	got, err = m.Read("plan", 0)
 	if err != nil {
 		t.Fatalf("Read: %v", err)
@@ -350,8 +369,8 @@ func TestCorruptFileRefusedAndUnchanged(t *testing.T) {
 			}
 			_, err := m.Read("plan", 0)
 			check("Read", err)
-			_, err = m.Deposit("plan", msg("new", 0))
-			check("Deposit", err)
+			_, err = m.Legacy("plan")
+			check("Legacy", err)
 
 			data, err := os.ReadFile(path)
 			if err != nil {
@@ -392,6 +411,15 @@ func TestHandEditedFileIsAccepted(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Read (-want +got):\n%s", diff)
+	}
+	// Imported into the store, it is rendered in the runner's own format.
+	ds, err := m.Legacy("plan")
+	if err != nil {
+		t.Fatalf("Legacy: %v", err)
+	}
+	s := storeOf(t, m)
+	if err := s.Apply(context.Background(), &agentrunner.Change{Mail: ds}); err != nil {
+		t.Fatal(err)
 	}
 	deposit(t, m, "plan", msg("c", 2))
 	got, err = m.Read("plan", 0)
@@ -457,14 +485,15 @@ func TestConcurrentReadersNeverSeeTornFile(t *testing.T) {
 	}
 
 	// Two writers, so deposits also race each other while readers read.
+	st := storeOf(t, m)
 	var writers sync.WaitGroup
 	for w := range 2 {
 		writers.Go(func() {
 			for i := range deposits / 2 {
 				ms := msg(fmt.Sprintf("w%d-%03d", w, i), i)
 				ms.Body = body
-				if _, err := m.Deposit("plan", ms); err != nil {
-					errs <- fmt.Errorf("Deposit: %w", err)
+				if err := depositE(m, st, "plan", ms); err != nil {
+					errs <- err
 					return
 				}
 			}
@@ -490,11 +519,14 @@ func TestConcurrentReadersNeverSeeTornFile(t *testing.T) {
 func TestConcurrentDepositsLoseNothing(t *testing.T) {
 	const n = 40
 	m := newBoxes(t, n)
+	st := storeOf(t, m)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			if _, err := m.Deposit("plan", msg(fmt.Sprintf("m%02d", i), i)); err != nil {
-				t.Errorf("Deposit: %v", err)
+			// Each view is written after its commit: the last one written
+			// must hold every message, never an older view written late.
+			if err := depositE(m, st, "plan", msg(fmt.Sprintf("m%02d", i), i)); err != nil {
+				t.Error(err)
 			}
 		})
 	}
@@ -505,93 +537,5 @@ func TestConcurrentDepositsLoseNothing(t *testing.T) {
 	}
 	if len(got) != n {
 		t.Errorf("mailbox holds %d messages, want %d", len(got), n)
-	}
-}
-
-// TestDepositSeesChangesMadeByOthers: deposits keep the mailbox they last
-// wrote in memory, so each change made behind their back (an operator's
-// edit in place, a replaced file, a removed one, a corrupted one) must
-// still be read.
-func TestDepositSeesChangesMadeByOthers(t *testing.T) {
-	m := newBoxes(t, 5)
-	path := m.Path("plan")
-	op := func(id string) string {
-		return `{"id":"` + id + `","time":"2025-03-01T12:00:00Z","from":"op","kind":"inject","body":"x"}` + "\n"
-	}
-	check := func(want ...string) {
-		t.Helper()
-		got, err := m.Read("plan", 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if diff := cmp.Diff(want, ids(got)); diff != "" {
-			t.Errorf("ids (-want +got):\n%s", diff)
-		}
-	}
-	deposit(t, m, "plan", msg("a", 0))
-	// Edited in place: same inode, other content.
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.WriteString(op("edited"))
-	f.Close()
-	deposit(t, m, "plan", msg("b", 1))
-	check("edited", "b")
-	// Replaced by another file.
-	tmp := path + ".new"
-	os.WriteFile(tmp, []byte(op("replaced")), 0o644)
-	os.Rename(tmp, path)
-	deposit(t, m, "plan", msg("c", 2))
-	check("replaced", "c")
-	// Removed.
-	os.Remove(path)
-	deposit(t, m, "plan", msg("d", 3))
-	check("d")
-	// Corrupted: the deposit refuses it.
-	os.WriteFile(path, []byte("not json\n"), 0o644)
-	if _, err := m.Deposit("plan", msg("e", 4)); !errors.Is(err, ErrCorrupt) {
-		t.Errorf("deposit on a corrupted mailbox: %v, want ErrCorrupt", err)
-	}
-}
-
-func TestDepositAllWritesEachMailboxOnceWithOneDirectorySync(t *testing.T) {
-	m := newBoxes(t, 5)
-	deposit(t, m, "plan", msg("old", 0))
-	before := atomicfile.Syncs()
-	replaced, err := m.DepositAll([]Delivery{
-		{Agent: "plan", Msg: msg("a", 1)},
-		{Agent: "research", Msg: msg("b", 2)},
-		{Agent: "plan", Msg: msg("old", 3)}, // replaces the earlier message
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff([]bool{false, false, true}, replaced); diff != "" {
-		t.Errorf("replaced (-want +got):\n%s", diff)
-	}
-	if got := atomicfile.Syncs() - before; got != 3 {
-		t.Errorf("fsyncs = %d, want 3 (two mailbox files, one directory)", got)
-	}
-	for agent, want := range map[string][]string{"plan": {"old", "a"}, "research": {"b"}} {
-		got, err := m.Read(agent, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if diff := cmp.Diff(want, ids(got)); diff != "" {
-			t.Errorf("%s ids (-want +got):\n%s", agent, diff)
-		}
-	}
-}
-
-func TestDepositAllWritesNothingWhenOneMailboxIsCorrupt(t *testing.T) {
-	m := newBoxes(t, 5)
-	os.WriteFile(m.Path("research"), []byte("not json\n"), 0o644)
-	_, err := m.DepositAll([]Delivery{{Agent: "plan", Msg: msg("a", 1)}, {Agent: "research", Msg: msg("b", 2)}})
-	if !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("err = %v, want ErrCorrupt", err)
-	}
-	if _, err := os.Stat(m.Path("plan")); !os.IsNotExist(err) {
-		t.Errorf("plan's mailbox was written although the batch failed: %v", err)
 	}
 }

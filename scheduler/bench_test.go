@@ -17,8 +17,8 @@ import (
 // of a 5-step pipeline in flight, each step a mock agent that takes 50 ms,
 // on SQLite with synchronous=FULL in TMPDIR, and reports step transitions
 // per second (a step run closed and its successor opened), store commits
-// per transition (group commit puts many in one) and the process's peak
-// RSS.
+// per transition (each commit is one fsync of the WAL; group commit puts
+// many transitions in one) and the process's peak RSS.
 //
 //	TMPDIR=<dir on the disk to measure> go test -run '^$' -bench RunsInFlight -benchtime 3x -count 5 ./scheduler/
 func BenchmarkRunsInFlight(b *testing.B) {

@@ -60,7 +60,6 @@ func (s *Scheduler) consume(ch *agentrunner.Change, cmd *agentrunner.Command, re
 	done := *cmd
 	done.ConsumedAt, done.Result = s.clock.Now(), result
 	ch.Consumed = append(ch.Consumed, &done)
-	s.batch.consumed = append(s.batch.consumed, &done)
 }
 
 // startCommand starts the run a run.start command asks for. A pipeline
@@ -147,7 +146,7 @@ func (s *Scheduler) applyDecision(ch *agentrunner.Change, rs *runState, ss *step
 	s.event(ch, rs, st.ID, EventGateDecided, agentrunner.LevelInfo, map[string]any{
 		"visit": ss.sr.Visit, "action": string(d.Action), "to": d.To, "comment": d.Comment, "operator": d.Operator,
 	})
-	s.batch.transitions++
+	s.batch.transition(ch)
 	if targets == nil { // a reject with no route of its own ends the run
 		ss.sr.Status, ss.sr.Label, ss.sr.EndedAt, ss.deadline = agentrunner.StepRunSucceeded, string(d.Action), s.clock.Now(), time.Time{}
 		s.putStepRun(ch, ss)
@@ -231,7 +230,7 @@ func (s *Scheduler) assign() {
 	b := s.batch
 	queue := append(s.ready, b.start...)
 	s.ready, b.start = nil, nil
-	var ch *agentrunner.Change
+	chs := map[*runState]*agentrunner.Change{} // one per run: see units
 	for len(queue) > 0 && s.mayStart() {
 		t := queue[0]
 		queue = queue[1:]
@@ -241,12 +240,14 @@ func (s *Scheduler) assign() {
 		started := *t.att
 		started.Status, started.StartedAt = agentrunner.AttemptRunning, s.clock.Now()
 		t.att, t.ss.att = &started, &started
+		ch := chs[t.rs]
 		if ch == nil {
 			ch = b.change()
+			chs[t.rs] = ch
 		}
 		ch.Attempts = append(ch.Attempts, &started)
 		s.startedEvent(ch, t)
-		b.transitions++
+		b.transition(ch)
 		s.slots--
 		b.run = append(b.run, t)
 	}

@@ -191,8 +191,9 @@ func (s *Scheduler) forced(cmd *agentrunner.Command) (*agentrunner.Pipeline, str
 	return nil, fmt.Sprintf("the command names no pipeline and the workspace has several serial ones (%s)", strings.Join(serial, ", "))
 }
 
-// inject hands an inject command to Options.Inject, which delivers the
-// message, and consumes it with the event that says so. A delivery
+// inject hands an inject command to Options.Inject, which makes the
+// message's deposit, and consumes it in the same change, with the
+// deposit and the event that says so. A delivery
 // refused as invalid (no such agent) ignores the command; any other
 // failure leaves it pending, to be tried again at the next look.
 func (s *Scheduler) inject(ctx context.Context, ch *agentrunner.Change, cmd *agentrunner.Command) {
@@ -200,7 +201,7 @@ func (s *Scheduler) inject(ctx context.Context, ch *agentrunner.Change, cmd *age
 		s.ignore(ch, cmd, "this runner delivers no messages to mailboxes")
 		return
 	}
-	ev, result, err := s.opts.Inject(ctx, cmd)
+	inj, err := s.opts.Inject(ctx, cmd)
 	switch {
 	case agentrunner.ErrorCode(err) == agentrunner.EINVALID:
 		s.ignore(ch, cmd, err.Error())
@@ -209,13 +210,16 @@ func (s *Scheduler) inject(ctx context.Context, ch *agentrunner.Change, cmd *age
 		s.log.Warn("delivering an operator's message", "command", cmd.ID, "error", err)
 		return
 	}
-	if ev != nil {
+	if inj.Mail != nil {
+		s.deposit(ch, inj.Mail)
+	}
+	if ev := inj.Event; ev != nil {
 		if ev.Timestamp.IsZero() {
 			ev.Timestamp = s.clock.Now()
 		}
 		ch.Events = append(ch.Events, ev)
 	}
-	s.consume(ch, cmd, result)
+	s.consume(ch, cmd, inj.Result)
 }
 
 // ignore consumes a command that has nothing to act on, with the reason

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/mailbox"
 	"github.com/agentrunner/agentrunner/scheduler"
 )
 
@@ -281,22 +283,27 @@ func (h *harness) waitForRuns(pipeline string, n int) []*agentrunner.Run {
 func TestInjectGoesThroughTheHookAndIsConsumedWithItsEvent(t *testing.T) {
 	var seen []string
 	fails := 1 // the first delivery fails for a passing reason
-	inject := func(_ context.Context, cmd *agentrunner.Command) (*agentrunner.Event, string, error) {
+	boxes, err := mailbox.New(t.TempDir(), 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inject := func(_ context.Context, cmd *agentrunner.Command) (*scheduler.Injection, error) {
 		agent, _ := cmd.Args["agent"].(string)
 		msg, _ := cmd.Args["message"].(string)
 		if agent != "coder" {
-			return nil, "", agentrunner.Errorf(agentrunner.EINVALID, "no agent %q", agent)
+			return nil, agentrunner.Errorf(agentrunner.EINVALID, "no agent %q", agent)
 		}
 		if fails > 0 {
 			fails--
-			return nil, "", errors.New("mailbox: write: interrupted")
+			return nil, errors.New("mailbox: write: interrupted")
 		}
 		seen = append(seen, fmt.Sprintf("%d:%s", cmd.ID, msg))
 		ev := &agentrunner.Event{Type: scheduler.EventInjected, Agent: agent, Level: agentrunner.LevelInfo, Details: map[string]any{"to": agent}}
-		return ev, "delivered to the mailbox of " + agent, nil
+		d := &agentrunner.MailDeposit{Agent: agent, ID: fmt.Sprintf("inject-%d", cmd.ID), Line: []byte(msg), Keep: 5}
+		return &scheduler.Injection{Mail: d, Event: ev, Result: "delivered to the mailbox of " + agent}, nil
 	}
 	h := newHarness(t, &scriptKind{}, pair("two"))
-	h.options = func(o *scheduler.Options) { o.Inject, o.Poll = inject, 10*time.Millisecond }
+	h.options = func(o *scheduler.Options) { o.Inject, o.Poll, o.Mailboxes = inject, 10*time.Millisecond, boxes }
 	h.run()
 	id, err := h.command(agentrunner.CommandInject, "", map[string]any{"agent": "coder", "message": "look at the logs"})
 	if err != nil {
@@ -311,6 +318,22 @@ func TestInjectGoesThroughTheHookAndIsConsumedWithItsEvent(t *testing.T) {
 	evs := eventsOfType(t, h, scheduler.EventInjected)
 	if len(evs) != 1 || evs[0].Agent != "coder" || evs[0].Timestamp.IsZero() {
 		t.Errorf("mailbox.injected events: %+v", evs)
+	}
+	// The message was committed with the command's consumption, and its
+	// mailbox's file written after the commit (the result is reported
+	// first: the file follows at once).
+	lines, err := h.store.Mailbox(context.Background(), "coder")
+	if err != nil || len(lines) != 1 || string(lines[0]) != "look at the logs" {
+		t.Errorf("the coder's stored mailbox: %q, %v", lines, err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		data, err := os.ReadFile(boxes.Path("coder"))
+		if err == nil && string(data) == "look at the logs\n" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the coder's mailbox file: %q, %v", data, err)
+		}
 	}
 	if got := h.override(agentrunner.CommandInject, map[string]any{"agent": "ghost", "message": "hi"}); !strings.HasPrefix(got, "ignored: ") || !strings.Contains(got, `no agent "ghost"`) {
 		t.Errorf("inject to no agent: %q", got)

@@ -191,7 +191,7 @@ func (s *Scheduler) force(ch *agentrunner.Change, rs *runState, from []string, w
 		step = from[0]
 	}
 	s.event(ch, rs, step, runEvent(p, "forced"), agentrunner.LevelWarn, map[string]any{"from": strings.Join(from, ","), "to": st.ID, "why": why})
-	s.batch.transitions++
+	s.batch.transition(ch)
 	s.startStepRun(ch, rs, ss)
 }
 

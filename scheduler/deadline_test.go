@@ -174,14 +174,22 @@ func TestAnOverdueRunIsForcedToItsFinalStep(t *testing.T) {
 	}
 }
 
-func TestAnOverdueRunWithoutAFinalStepFails(t *testing.T) {
+// startBounded starts a run of bounded(final) on kind k, with a manual
+// clock, and waits for its first attempt.
+func startBounded(t *testing.T, k *scriptKind, final string) (*harness, *manualClock, string) {
+	t.Helper()
 	clock := &manualClock{now: time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)}
-	k := &scriptKind{block: map[string]bool{"work": true}}
-	h := newHarness(t, k, bounded(""))
+	h := newHarness(t, k, bounded(final))
 	h.clock = clock
 	h.run()
 	id := h.startRun("bounded", nil)
 	waitCalls(t, k, 1)
+	return h, clock, id
+}
+
+func TestAnOverdueRunWithoutAFinalStepFails(t *testing.T) {
+	k := &scriptKind{block: map[string]bool{"work": true}}
+	h, clock, id := startBounded(t, k, "")
 	clock.Advance(time.Hour)
 	r, srs := h.waitDone(id)
 	if r.Status != agentrunner.RunFailed || r.Error != "the run ran longer than its max duration (1h0m0s)" {
@@ -194,18 +202,13 @@ func TestAnOverdueRunWithoutAFinalStepFails(t *testing.T) {
 }
 
 func TestAFinalStepThatFailsAfterTheDeadlineFailsTheRun(t *testing.T) {
-	clock := &manualClock{now: time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)}
 	k := &scriptKind{block: map[string]bool{"work": true}, fail: func(a *agentrunner.StepAttempt) error {
 		if a.Step.ID == "judge" {
 			return agentrunner.Fail(agentrunner.ClassTimeout, "judge ran out of time too")
 		}
 		return nil
 	}}
-	h := newHarness(t, k, bounded("judge")) // judge has retries left: not after the deadline
-	h.clock = clock
-	h.run()
-	id := h.startRun("bounded", nil)
-	waitCalls(t, k, 1)
+	h, clock, id := startBounded(t, k, "judge") // judge has retries left: not after the deadline
 	clock.Advance(2 * time.Hour)
 	r, srs := h.waitDone(id)
 	want := "the run ran longer than its max duration (1h0m0s): its final step judge (visit 1) failed after it: judge ran out of time too"
@@ -219,13 +222,8 @@ func TestAFinalStepThatFailsAfterTheDeadlineFailsTheRun(t *testing.T) {
 }
 
 func TestARunOverdueOnRestartIsForcedAtOnce(t *testing.T) {
-	clock := &manualClock{now: time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)}
 	k := &scriptKind{block: map[string]bool{"work": true}}
-	h := newHarness(t, k, bounded("judge"))
-	h.clock = clock
-	h.run()
-	id := h.startRun("bounded", nil)
-	waitCalls(t, k, 1)
+	h, clock, id := startBounded(t, k, "judge")
 	h.stop() // the runner stops with work running
 	clock.Advance(3 * time.Hour)
 	h.run()
@@ -281,13 +279,8 @@ func TestAScheduledPipelineDoesNotQueueASecondRunBehindAQueuedOne(t *testing.T) 
 // nothing, not even for a run that outlives its bound meanwhile: it is
 // forced at the resume.
 func TestAPausedWorkspaceForcesNoOverdueRunUntilTheResume(t *testing.T) {
-	clock := &manualClock{now: time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)}
 	k := &scriptKind{block: map[string]bool{"work": true}}
-	h := newHarness(t, k, bounded("judge"))
-	h.clock = clock
-	h.run()
-	id := h.startRun("bounded", nil)
-	waitCalls(t, k, 1)
+	h, clock, id := startBounded(t, k, "judge")
 	if got := h.override(agentrunner.CommandPause, nil); got != "paused" {
 		t.Fatalf("pause: %q", got)
 	}

@@ -114,6 +114,7 @@ func (s *Scheduler) fallback(rs *runState, ss *stepState) (fb *agentrunner.StepR
 func (s *Scheduler) skip(ch *agentrunner.Change, rs *runState, ss *stepState, fb *agentrunner.StepResult, label string, targets []string, fromRun any) {
 	ch.Events = append(ch.Events, fb.Events...)
 	ch.Outbox = append(ch.Outbox, fb.Outbox...)
+	s.keepFiles(ch, rs, ss, fb, true)
 	s.event(ch, rs, ss.sr.Step, EventSkipped, agentrunner.LevelWarn, map[string]any{
 		"visit": ss.sr.Visit, "fallback": fb.Path, "fallback_run": fromRun, "label": label,
 	})

@@ -1,10 +1,14 @@
 package scheduler_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentrunner/agentrunner"
 	"github.com/agentrunner/agentrunner/internal/runtest"
@@ -27,13 +31,14 @@ pipelines:
     start: write
     steps:
       write: {agent: writer, next: check}
-      check: {agent: checker, next: end, on_failure: skip, retries: {max: 0}}
+      check: {agent: checker, next: end, on_failure: skip, retries: {max: 0}, deliver: [{kind: backward, to: [writer]}]}
 `
 
 // TestAnAgentStepIsSkippedWithItsLastGoodOutput runs agent steps through
 // the real agent kind: a first run with no earlier check.md halts, resumes
 // and completes; a later run whose check crashes goes on with the first
-// run's check.md, published into its own directory.
+// run's check.md, published into its own directory. A crashed attempt
+// sends no message; a success and a fallback send theirs.
 func TestAnAgentStepIsSkippedWithItsLastGoodOutput(t *testing.T) {
 	cfg := runtest.Workspace(t, t.TempDir(), skipWorkspace, nil)
 	ws, err := workspace.Load(cfg)
@@ -91,5 +96,19 @@ func TestAnAgentStepIsSkippedWithItsLastGoodOutput(t *testing.T) {
 	got, err := os.ReadFile(filepath.Join(h.dir, "runs", "p", second, "check.md"))
 	if err != nil || len(want) == 0 || string(got) != string(want) {
 		t.Errorf("the second run's check.md (%v) is not the first run's", err)
+	}
+	msgs, err := boxes.Stored(context.Background(), h.store, "writer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sent []string
+	for _, m := range msgs {
+		sent = append(sent, m.ID)
+	}
+	if diff := cmp.Diff([]string{first + "/check/backward/writer", second + "/check/backward/writer"}, sent); diff != "" {
+		t.Errorf("the writer's stored mailbox (-want +got):\n%s", diff)
+	}
+	if len(msgs) == 2 && !strings.Contains(msgs[1].Body, "check failed; check.md of run "+first+" stands in for it") {
+		t.Errorf("the fallback's message: %q", msgs[1].Body)
 	}
 }

@@ -65,20 +65,26 @@ func (s *Scheduler) retryExhausted(ch *agentrunner.Change, rs *runState, ss *ste
 	return true
 }
 
-// applyAll commits a batch, waiting and trying the same batch again while
-// the store fails for want of a resource (a full disk): the loop stops
-// rather than lose or split a batch, and goes on once there is room. Each
-// such failure is logged at once and recorded as a resource.exhausted
-// event after the batch commits. Any other error is returned.
-func (s *Scheduler) applyAll(ctx context.Context, chs []*agentrunner.Change) error {
+// applyGroup commits a batch's units in one group commit, waiting and
+// trying the same batch again while the store fails for want of a
+// resource (a full disk): the loop stops rather than lose or split a
+// batch, and goes on once there is room. Each such failure is logged at
+// once and recorded as a resource.exhausted event after the batch
+// commits. It returns the units' own errors (refused ones); any other
+// error is returned as err.
+func (s *Scheduler) applyGroup(ctx context.Context, us []*unit) ([]error, error) {
+	chs := make([]*agentrunner.Change, len(us))
+	for i, u := range us {
+		chs[i] = u.ch
+	}
 	var exhausted []*agentrunner.Event
 	for n := 1; ; n++ {
-		err := s.store.ApplyAll(ctx, chs...)
+		errs, err := s.store.ApplyGroup(ctx, chs...)
 		if agentrunner.ExhaustedResource(err) == "" {
 			if err == nil {
 				s.recordExhausted(ctx, exhausted)
 			}
-			return err
+			return errs, err
 		}
 		wait := resourceWait(n)
 		ev := &agentrunner.Event{Timestamp: s.clock.Now(), Type: agentrunner.EventResourceExhausted, Level: agentrunner.LevelWarn,
@@ -87,7 +93,7 @@ func (s *Scheduler) applyAll(ctx context.Context, chs []*agentrunner.Change) err
 		exhausted = append(exhausted, ev)
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil, ctx.Err()
 		case <-s.clock.After(wait):
 		}
 	}

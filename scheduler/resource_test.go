@@ -94,7 +94,7 @@ type fullStore struct {
 	scheduler.Store
 	mu    sync.Mutex
 	fails int
-	// tries are the batches ApplyAll was given, by size.
+	// tries are the batches ApplyGroup and ApplyAll were given, by size.
 	tries []int
 }
 
@@ -107,6 +107,17 @@ func (f *fullStore) ApplyAll(ctx context.Context, chs ...*agentrunner.Change) er
 		return fmt.Errorf("commit: %w", diskFull("state.db-wal"))
 	}
 	return f.Store.ApplyAll(ctx, chs...)
+}
+
+func (f *fullStore) ApplyGroup(ctx context.Context, chs ...*agentrunner.Change) ([]error, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.tries = append(f.tries, len(chs))
+	if f.fails > 0 {
+		f.fails--
+		return nil, fmt.Errorf("commit: %w", diskFull("state.db-wal"))
+	}
+	return f.Store.ApplyGroup(ctx, chs...)
 }
 
 func (f *fullStore) failNext(n int) {

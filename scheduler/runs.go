@@ -92,6 +92,9 @@ func (s *Scheduler) recover(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := s.checkStartViews(ctx, runs); err != nil {
+		return err
+	}
 	slices.Reverse(runs) // oldest first, so the queue keeps its order
 	for _, r := range runs {
 		p := s.opts.Pipelines[r.Pipeline]

@@ -7,9 +7,11 @@
 // attempt closed, the successors chosen by the edges opened, the events and
 // outbox messages written) and commits every change that arrived together
 // in one transaction: a group commit, so a thousand runs in flight cost one
-// fsync per batch, not one per transition. Only after the commit does it
-// start the attempts the batch opened, so nothing runs that the store does
-// not know about.
+// fsync per batch, not one per transition. Each run's share of a batch
+// stands on its own (group.go): the store refuses a share whose guard
+// failed, because something else moved the store on, and commits the
+// rest. Only after the commit does it start the attempts the batch opened,
+// so nothing runs that the store does not know about.
 //
 // A crash at any moment loses nothing: on start the scheduler reads the
 // unfinished runs back, records the attempts that were running as
@@ -30,6 +32,7 @@ import (
 	"time"
 
 	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/mailbox"
 	"github.com/agentrunner/agentrunner/route"
 	"github.com/agentrunner/agentrunner/webhook"
 )
@@ -41,6 +44,11 @@ type Store interface {
 	PendingCommands(ctx context.Context) ([]*agentrunner.Command, error)
 	// Control is the workspace's pause, read back at a start.
 	Control(ctx context.Context) (*agentrunner.Control, error)
+	// Events gives the newest event at a start: the time of the last
+	// commit, from which the views to check are found.
+	Events(ctx context.Context, f agentrunner.EventFilter) ([]*agentrunner.Event, error)
+	// Mailbox gives the messages the mailbox files are views of.
+	agentrunner.MailStore
 }
 
 // Options wire a scheduler.
@@ -78,15 +86,32 @@ type Options struct {
 	// for good, a halted run resumed) to the change that records what it
 	// is about: the outbox delivers it. Nil: no notifications.
 	Alert func(ch *agentrunner.Change, ev webhook.Event)
-	// Inject, if set, delivers an inject command's message (args agent,
-	// message) to the agent's mailbox and returns the event that says so
-	// (EventInjected), recorded in the transaction that consumes the
-	// command, and the command's result. A crash between the delivery and
-	// that commit delivers it again, so it must be idempotent per command
-	// id. An EINVALID error (no such agent) ignores the command with its
-	// message; another error leaves the command pending for the next look.
-	// Without Inject, inject commands are ignored.
-	Inject func(ctx context.Context, cmd *agentrunner.Command) (*agentrunner.Event, string, error)
+	// Inject, if set, makes the deposit of an inject command's message
+	// (args agent, message) into the agent's mailbox, with the event that
+	// says so (EventInjected) and the command's result: all committed in
+	// the transaction that consumes the command, so the message is
+	// delivered once; the mailbox's file is written after the commit. An
+	// EINVALID error (no such agent) ignores the command with its message;
+	// another error leaves the command pending for the next look. Without
+	// Inject, inject commands are ignored.
+	Inject func(ctx context.Context, cmd *agentrunner.Command) (*Injection, error)
+	// Mailboxes, if set, are the agents' mailbox files, views of the
+	// store's messages: the deposits of a step's result and of an inject
+	// command are committed with them, and the files they touch written
+	// after each commit.
+	Mailboxes *mailbox.Mailboxes
+	// Agents are the agents whose mailbox files the start checks against
+	// the store (and imports into it, from a workspace whose mailboxes
+	// were files before the store kept them).
+	Agents []string
+	// BeforeViews, if set, is called after each commit that has views to
+	// write, before they are written. It is for tests, which kill the
+	// process there to show that the store's copies restore the views.
+	BeforeViews func()
+	// ViewsChecked, if set, is shared by the schedulers of one process:
+	// the first one checks the views at its start and sets it, the others
+	// skip the check. Nil: check at every start.
+	ViewsChecked *atomic.Bool
 }
 
 // Stats counts what a scheduler did, for benchmarks and metrics.
@@ -297,6 +322,37 @@ func (s *Scheduler) loop(ctx, workCtx context.Context) error {
 	}
 }
 
+// report logs the events of a committed change and hands them to OnEvent.
+func (s *Scheduler) report(ch *agentrunner.Change) {
+	for _, ev := range ch.Events {
+		eventlog.Write(s.log, ev)
+		if s.opts.OnEvent != nil {
+			s.opts.OnEvent(ev)
+		}
+	}
+}
+
+// committed reports what the units the store committed did (their events,
+// the results of the commands they consumed), and drops those it refused.
+func (s *Scheduler) committed(us []*unit, errs []error) {
+	var consumed []*agentrunner.Command
+	n := 0
+	for i, u := range us {
+		if errs[i] != nil {
+			s.refused(u, errs[i])
+			continue
+		}
+		n++
+		s.stats.transitions.Add(int64(u.transitions))
+		s.report(u.ch)
+		consumed = append(consumed, u.ch.Consumed...)
+	}
+	if n > 0 {
+		s.stats.commits.Add(1)
+	}
+	s.awaited.publish(consumed)
+}
+
 // Ready is closed once Run has read the unfinished runs back and applied
 // the commands that were pending when it started (those it applies at
 // once: a force-cycle waits while paused, and a step kind's commands wait
@@ -388,27 +444,23 @@ func (s *Scheduler) nextDue() (time.Time, bool) {
 }
 
 // commit writes the batch's changes in one transaction, then reports its
-// events and starts what it opened.
+// events and starts what it opened. The batch is committed in units (see
+// units): a unit the store refuses is dropped (refused), and the others
+// go on.
 func (s *Scheduler) commit(ctx context.Context) error {
 	s.assign()
 	b := s.batch
 	if len(b.changes) == 0 {
 		return nil
 	}
-	if err := s.applyAll(ctx, b.changes); err != nil {
+	us := b.units()
+	errs, err := s.applyGroup(ctx, us)
+	if err != nil {
 		return fmt.Errorf("commit %d state changes: %w", len(b.changes), err)
 	}
-	s.stats.commits.Add(1)
-	s.stats.transitions.Add(int64(b.transitions))
-	for _, ch := range b.changes {
-		for _, ev := range ch.Events {
-			eventlog.Write(s.log, ev)
-			if s.opts.OnEvent != nil {
-				s.opts.OnEvent(ev)
-			}
-		}
-	}
-	s.awaited.publish(b.consumed)
+	s.committed(us, errs)
+	s.writeViews(b.views)
+	s.syncMailboxes(ctx, b.mail)
 	s.starting = append(s.starting, b.run...)
 	s.delayed = append(s.delayed, b.delay...)
 	return nil

@@ -72,17 +72,24 @@ type result struct {
 
 // batch is what one pass of the loop commits together.
 type batch struct {
-	changes     []*agentrunner.Change
-	transitions int
+	changes []*agentrunner.Change
+	// counted are the transitions of each change.
+	counted map[*agentrunner.Change]int
 	// start wait for a slot; run got one and start after the commit;
 	// delay wait for their backoff.
-	start    []*task
-	run      []*task
-	delay    []*task
-	consumed []*agentrunner.Command
+	start []*task
+	run   []*task
+	delay []*task
+	// views are written once the batch is committed.
+	views []pendingView
+	// mail are the agents whose mailboxes the batch deposits into.
+	mail []string
 }
 
-func newBatch() *batch { return &batch{} }
+func newBatch() *batch { return &batch{counted: map[*agentrunner.Change]int{}} }
+
+// transition counts a transition ch commits.
+func (b *batch) transition(ch *agentrunner.Change) { b.counted[ch]++ }
 
 // change returns a new change added to the batch.
 func (b *batch) change() *agentrunner.Change {

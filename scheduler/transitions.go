@@ -38,30 +38,41 @@ func (s *Scheduler) handle(r *result) {
 		return
 	}
 	ch := s.batch.change()
+	guard(ch, r)
 	if r.res != nil {
 		ch.Events = append(ch.Events, r.res.Events...)
 		ch.Outbox = append(ch.Outbox, r.res.Outbox...)
 	}
-	if r.err != nil {
-		s.failAttempt(ch, r.rs, r.ss, r.err, r.res)
-		return
+	err := r.err
+	var label string
+	var targets []string
+	if err == nil && !r.res.Wait {
+		label, targets, err = s.route(r)
 	}
-	if r.res.Wait {
+	s.keepFiles(ch, r.rs, r.ss, r.res, err == nil && !r.res.Wait)
+	switch {
+	case err != nil:
+		s.failAttempt(ch, r.rs, r.ss, err, r.res)
+	case r.res.Wait:
 		s.wait(ch, r.rs, r.ss, r.res)
-		return
+	default:
+		s.closeAttempt(ch, r.rs, r.ss, agentrunner.AttemptSucceeded, r.res, nil)
+		s.succeed(ch, r.rs, r.ss, label, r.res.Path, targets)
 	}
+}
+
+// route finds where a succeeded attempt leads: its label and the steps
+// its edges open.
+func (s *Scheduler) route(r *result) (string, []string, error) {
 	label, err := s.label(r.rs, r.ss, r.res)
 	if err != nil {
-		s.failAttempt(ch, r.rs, r.ss, err, r.res)
-		return
+		return "", nil, err
 	}
 	targets, err := graph.Successors(r.rs.pipeline.Steps[r.ss.sr.Step], label)
 	if err != nil {
-		s.failAttempt(ch, r.rs, r.ss, stepError(r.rs, r.ss, err), r.res)
-		return
+		return "", nil, stepError(r.rs, r.ss, err)
 	}
-	s.closeAttempt(ch, r.rs, r.ss, agentrunner.AttemptSucceeded, r.res, nil)
-	s.succeed(ch, r.rs, r.ss, label, r.res.Path, targets)
+	return label, targets, nil
 }
 
 // label reads the routing label of a succeeded attempt: the kind's own,
@@ -237,7 +248,7 @@ func (s *Scheduler) newAttempt(ch *agentrunner.Change, rs *runState, ss *stepSta
 		s.batch.start = append(s.batch.start, t)
 	}
 	ch.Attempts = append(ch.Attempts, att)
-	s.batch.transitions++
+	s.batch.transition(ch)
 }
 
 // startedEvent records that the task's attempt starts.
@@ -277,7 +288,7 @@ func (s *Scheduler) closeAttempt(ch *agentrunner.Change, rs *runState, ss *stepS
 	ss.att = &done
 	ch.Attempts = append(ch.Attempts, &done)
 	s.event(ch, rs, ss.sr.Step, typ, level, details)
-	s.batch.transitions++
+	s.batch.transition(ch)
 }
 
 // reason is a failure's message without its class, which is recorded on

@@ -105,6 +105,10 @@ func (w *watchedStore) ApplyAll(ctx context.Context, chs ...*agentrunner.Change)
 	return err
 }
 
+func (w *watchedStore) ApplyGroup(ctx context.Context, chs ...*agentrunner.Change) ([]error, error) {
+	return timed(w, func() ([]error, error) { return w.Store.ApplyGroup(ctx, chs...) })
+}
+
 func (w *watchedStore) Run(ctx context.Context, id string) (*agentrunner.Run, error) {
 	return timed(w, func() (*agentrunner.Run, error) { return w.Store.Run(ctx, id) })
 }

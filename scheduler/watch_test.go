@@ -26,6 +26,12 @@ func (q *quietStore) ApplyAll(ctx context.Context, chs ...*agentrunner.Change) e
 	return q.Store.ApplyAll(ctx, chs...)
 }
 
+func (q *quietStore) ApplyGroup(ctx context.Context, chs ...*agentrunner.Change) ([]error, error) {
+	q.calls.Add(1)
+	defer q.done()
+	return q.Store.ApplyGroup(ctx, chs...)
+}
+
 func (q *quietStore) PendingCommands(ctx context.Context) ([]*agentrunner.Command, error) {
 	q.calls.Add(1)
 	defer q.done()
@@ -157,6 +163,17 @@ func (s *hungStore) ApplyAll(ctx context.Context, chs ...*agentrunner.Change) er
 		<-hang
 	}
 	return s.Store.ApplyAll(ctx, chs...)
+}
+
+func (s *hungStore) ApplyGroup(ctx context.Context, chs ...*agentrunner.Change) ([]error, error) {
+	s.mu.Lock()
+	hang := s.hang
+	s.mu.Unlock()
+	if hang != nil {
+		s.entered <- struct{}{}
+		<-hang
+	}
+	return s.Store.ApplyGroup(ctx, chs...)
 }
 
 // TestAStoreCallThatHangsStallsTheScheduler: a commit that does not

@@ -92,6 +92,16 @@ func openAt(ctx context.Context, path string, d depth) (*Store, error) {
 		write.Close()
 		return nil, fmt.Errorf("state database %s: %w", path, err)
 	}
+	// A group commit writes each change under a savepoint, whose
+	// sub-journal (the pages the change touched, to roll it back) is kept
+	// in memory: on a file, each page is a write call. It holds one
+	// change's pages at a time, emptied at each RELEASE. Set after the
+	// migrations, whose index builds may sort more than memory should hold.
+	if _, err := conn.ExecContext(ctx, "PRAGMA temp_store = MEMORY"); err != nil {
+		conn.Close()
+		write.Close()
+		return nil, fmt.Errorf("state database %s: %w", path, err)
+	}
 	s.w = writer{conn: conn, stmts: map[string]*sql.Stmt{}}
 	read, err := sql.Open("sqlite", dsn(path, append(common, "query_only(1)")...))
 	if err != nil {

@@ -40,6 +40,8 @@ func decodeTime(s sql.NullString) (time.Time, error) {
 
 // The statements of Apply.
 const (
+	// sqlAttemptStatus is the status of the attempt an attempt guard names.
+	sqlAttemptStatus = `SELECT status FROM attempts WHERE cycle_id = ? AND step = ? AND number = ?`
 	// sqlState is the state of the pipeline ?1, else of the run ?2's: its
 	// unfinished run's step (or Halted), else Waiting once it has a run.
 	sqlState = `WITH p (name) AS (SELECT COALESCE(?1, (SELECT pipeline FROM runs WHERE id = ?2)))
@@ -186,11 +188,99 @@ func (s *Store) Apply(ctx context.Context, ch *agentrunner.Change) error {
 
 // ApplyAll commits changes, in order, in one IMMEDIATE transaction: all of
 // them or none; a change's guard sees the changes before it. It writes
-// the transitions of many runs in one commit (the graph scheduler's group
-// commit) and a long history at once, as Apply would write it change by
-// change, tool usage summary included; the loop engine commits one change
-// at a time with Apply.
-func (s *Store) ApplyAll(ctx context.Context, chs ...*agentrunner.Change) (err error) {
+// a long history at once, as Apply would write it change by change, tool
+// usage summary included; the loop engine commits one change at a time
+// with Apply.
+func (s *Store) ApplyAll(ctx context.Context, chs ...*agentrunner.Change) error {
+	return s.inTx(ctx, func(ctx context.Context, w *writer) (bool, error) {
+		for _, ch := range chs {
+			if err := w.change(ctx, ch); err != nil {
+				return false, err
+			}
+		}
+		return true, nil
+	})
+}
+
+// ApplyGroup commits changes, in order, in one IMMEDIATE transaction,
+// each under a savepoint of its own: a change refused with ECONFLICT is
+// rolled back to its savepoint and its error is errs[i]; the others are
+// committed together, one WAL commit for all of them (the graph
+// scheduler's group commit). Any other error rolls back the whole group.
+// A group whose every change was refused commits nothing. A group of one
+// change (a lone run's step) needs no savepoint: its transaction is the
+// change's.
+func (s *Store) ApplyGroup(ctx context.Context, chs ...*agentrunner.Change) (errs []error, err error) {
+	errs = make([]error, len(chs))
+	err = s.inTx(ctx, func(ctx context.Context, w *writer) (bool, error) {
+		applied := false
+		for i, ch := range chs {
+			refused, err := w.savepoint(ctx, ch, len(chs) == 1)
+			if err != nil {
+				return false, err
+			}
+			errs[i], applied = refused, applied || refused == nil
+		}
+		return applied, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return errs, nil
+}
+
+// savepoint writes one change of a group under a savepoint. A conflict
+// rolls the change back to it and is returned as refused, the change's
+// own; any other error is the group's. A change alone in its group is
+// written without one: the caller then rolls the transaction back. The
+// caller holds mu.
+func (w *writer) savepoint(ctx context.Context, ch *agentrunner.Change, alone bool) (refused, err error) {
+	if alone {
+		return sortError(w.change(ctx, ch), ch)
+	}
+	if _, err := w.exec(ctx, "SAVEPOINT change"); err != nil {
+		return nil, translate(err, "savepoint", "")
+	}
+	if refused, err = sortError(w.change(ctx, ch), ch); err != nil {
+		return nil, err
+	}
+	if refused != nil {
+		if _, err := w.exec(ctx, "ROLLBACK TO change"); err != nil {
+			return nil, translate(err, "roll back a refused change", "")
+		}
+	}
+	if _, err := w.exec(ctx, "RELEASE change"); err != nil {
+		return nil, translate(err, "release savepoint", "")
+	}
+	return refused, nil
+}
+
+// sortError sorts the error of a change of a group: a conflict is the
+// change's own (refused), and the ids it was given are cleared; any other
+// error is the group's.
+func sortError(err error, ch *agentrunner.Change) (refused, groupErr error) {
+	if agentrunner.ErrorCode(err) != agentrunner.ECONFLICT {
+		return nil, err
+	}
+	unassign(ch)
+	return err, nil
+}
+
+// unassign clears the ids a change rolled back to its savepoint was
+// given: the rows they named are gone, and the next change reuses them.
+func unassign(ch *agentrunner.Change) {
+	for _, e := range ch.Events {
+		e.ID = 0
+	}
+	for _, f := range ch.Files {
+		f.ID = 0
+	}
+}
+
+// inTx runs write in one IMMEDIATE transaction on the write connection,
+// and commits it when write succeeds and has something to commit; else it
+// rolls it back.
+func (s *Store) inTx(ctx context.Context, write func(ctx context.Context, w *writer) (commit bool, err error)) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -203,18 +293,17 @@ func (s *Store) ApplyAll(ctx context.Context, chs ...*agentrunner.Change) (err e
 	if _, err := w.exec(ctx, "BEGIN IMMEDIATE"); err != nil {
 		return translate(err, "begin", "")
 	}
+	commit := false
 	defer func() {
-		if err != nil {
+		if err != nil || !commit {
 			// The transaction may already be gone (an interrupted statement
 			// rolls it back); then ROLLBACK fails harmlessly.
 			w.exec(context.Background(), "ROLLBACK")
 			err = exhausted(err)
 		}
 	}()
-	for _, ch := range chs {
-		if err = w.change(ctx, ch); err != nil {
-			return err
-		}
+	if commit, err = write(ctx, w); err != nil || !commit {
+		return err
 	}
 	if _, err = w.exec(ctx, "COMMIT"); err != nil {
 		return translate(err, "commit", "")
@@ -242,6 +331,9 @@ func (w *writer) change(ctx context.Context, ch *agentrunner.Change) (err error)
 		if err := w.guard(ctx, ch); err != nil {
 			return err
 		}
+	}
+	if err := w.attemptGuards(ctx, ch.Guards); err != nil {
+		return err
 	}
 	if c := ch.Cycle; c != nil && !cycleDone {
 		if err := w.upsertRun(ctx, c); err != nil {
@@ -298,6 +390,12 @@ func (w *writer) change(ctx context.Context, ch *agentrunner.Change) (err error)
 			return fmt.Errorf("tool usage summary: %w", err)
 		}
 	}
+	if err := w.insertFiles(ctx, ch.Files); err != nil {
+		return err
+	}
+	if err := w.depositMail(ctx, ch.Mail); err != nil {
+		return err
+	}
 	for _, m := range ch.Outbox {
 		if _, err = w.exec(ctx, sqlInsertOutbox, m.Key, m.Kind, m.CycleID, m.Payload, encodeTime(m.CreatedAt)); err != nil {
 			return translate(err, "outbox "+m.Key, "")
@@ -347,6 +445,25 @@ func (w *writer) guard(ctx context.Context, ch *agentrunner.Change) error {
 	}
 	if agentrunner.State(state) != ch.From {
 		return agentrunner.Errorf(agentrunner.ECONFLICT, "state is %s, not %s: the change was not applied", state, ch.From)
+	}
+	return nil
+}
+
+// attemptGuards refuses the change unless every attempt its guards name
+// is running in the store; the caller holds mu.
+func (w *writer) attemptGuards(ctx context.Context, gs []agentrunner.AttemptGuard) error {
+	for _, g := range gs {
+		var status string
+		err := w.queryRow(ctx, sqlAttemptStatus, []any{g.RunID, g.Step, g.Number}, &status)
+		if errors.Is(err, sql.ErrNoRows) {
+			return agentrunner.Errorf(agentrunner.ECONFLICT, "run %s, step %s: attempt %d is not in the store: the change was not applied", g.RunID, g.Step, g.Number)
+		}
+		if err != nil {
+			return translate(err, "read the status of an attempt", "")
+		}
+		if agentrunner.AttemptStatus(status) != agentrunner.AttemptRunning {
+			return agentrunner.Errorf(agentrunner.ECONFLICT, "run %s, step %s: attempt %d is %s in the store, not running: the change was not applied", g.RunID, g.Step, g.Number, status)
+		}
 	}
 	return nil
 }
@@ -633,6 +750,10 @@ func runsQuery(f agentrunner.RunFilter) (string, []any) {
 	if f.Before != "" {
 		q += ` AND id < ?`
 		args = append(args, f.Before)
+	}
+	if !f.EndedAfter.IsZero() {
+		q += ` AND ended_at >= ?`
+		args = append(args, encodeTime(f.EndedAfter))
 	}
 	q += ` ORDER BY id DESC`
 	if f.Limit > 0 {

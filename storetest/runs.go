@@ -26,6 +26,13 @@ var runTests = []struct {
 	{"ApplyAllWritesAllOrNothing", testApplyAllAtomic},
 	{"GateIsDecidedOnce", testGateDecidedOnce},
 	{"RunCountsCountUnfinishedRunsAndWaitingGates", testRunCounts},
+	{"StoredFilesRoundTripAndLatest", testFiles},
+	{"StoredFilesAreCommittedWithTheChange", testFilesAtomic},
+	{"PruneFilesKeepsArtifacts", testPruneFiles},
+	{"MailboxDepositsReplaceInPlaceAndKeepTheNewest", testMail},
+	{"MailboxDepositsOfOneBatchAreAllKept", testMailBatch},
+	{"MailboxDepositsAreCommittedWithTheChange", testMailAtomic},
+	{"MailboxDepositsOfARefusedChangeAreRefusedWithIt", testMailGroup},
 }
 
 // run is a run of the review pipeline, which is not serial.

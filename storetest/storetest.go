@@ -43,7 +43,7 @@ func Run(t *testing.T, open func(t *testing.T) agentrunner.Store) {
 		{"CyclePagesByStatus", testCyclePages},
 		{"AuditPages", testAuditPages},
 	}
-	for _, tt := range append(tests, runTests...) {
+	for _, tt := range append(append(tests, runTests...), groupTests...) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := open(t)
 			t.Cleanup(func() { s.Close() })

@@ -21,6 +21,7 @@ func runCommands() []*cobra.Command {
 		newStartCommand(),
 		newRunsCommand(),
 		newRunStatusCommand(),
+		newAttemptCommand(),
 		newGatesCommand(),
 		newDecideCommand(agentrunner.DecisionApprove, "Approve a waiting gate: the run goes on along the gate's approve route"),
 		newDecideCommand(agentrunner.DecisionReject, "Reject a waiting gate: the run follows the gate's reject route, or fails"),
@@ -324,5 +325,40 @@ func newResumeRunCommand() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&reason, "reason", "", "why, for the audit log")
 	r.flags(cmd)
+	return cmd
+}
+
+func newAttemptCommand() *cobra.Command {
+	var r remote
+	var validation bool
+	cmd := &cobra.Command{
+		Use:   "attempt RUN STEP N",
+		Short: "Print the prompt an attempt's agent saw, or with --validation why its output was rejected, as the store committed it, from a running server",
+		Args:  cobra.ExactArgs(3),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			n, err := strconv.Atoi(args[2])
+			if err != nil || n < 1 {
+				return usageError(fmt.Errorf("N: want an attempt number from 1, got %q", clipCell(args[2])))
+			}
+			c, err := r.client(cmd)
+			if err != nil {
+				return err
+			}
+			read := c.AttemptPrompt
+			if validation {
+				read = c.AttemptValidation
+			}
+			data, err := call(cmd, c, func(ctx context.Context) ([]byte, error) { return read(ctx, args[0], args[1], n) })
+			if err != nil {
+				return err
+			}
+			_, err = cmd.OutOrStdout().Write(data)
+			return err
+		},
+	}
+	cmd.Flags().BoolVar(&validation, "validation", false, "print the validation report of the attempt's rejected output instead of its prompt")
+	serverFlag(cmd, &r.server)
+	configFlag(cmd, &r.config)
+	cmd.Long = cmd.Short + "." + remoteLong
 	return cmd
 }

@@ -398,7 +398,7 @@ func (r *runner) background(ctx context.Context) {
 		go watcher.Heartbeats(ctx, r.es, cfg.Name, cfg.ExecutionService.HeartbeatInterval.D())
 	}
 	if keep := cfg.Events.Retention.D(); keep > 0 {
-		go r.pruneEvents(ctx, keep)
+		go r.pruneHistory(ctx, keep)
 	}
 	go engine.Watchdog(ctx, r.engine, cfg.Watchdog.StallGrace.D(), watchdogInterval, func(late time.Duration) {
 		r.log.Error("the engine loop is stalled: exiting so that a supervisor restarts the runner", "late", late.String())
@@ -421,19 +421,36 @@ func (r *runner) watchStrategy(ctx context.Context) {
 	}
 }
 
-// pruneEvents deletes events older than keep, now and every pruneInterval.
-func (r *runner) pruneEvents(ctx context.Context, keep time.Duration) {
+// pruneHistory prunes what is older than keep, now and every
+// pruneInterval.
+func (r *runner) pruneHistory(ctx context.Context, keep time.Duration) {
 	for {
-		if n, err := r.store.PruneEvents(ctx, time.Now().Add(-keep)); err != nil && ctx.Err() == nil {
-			r.log.Error("pruning old events", "error", err)
-		} else if n > 0 {
-			r.log.Info("pruned old events", "deleted", n, "retention", keep.String())
-		}
+		r.prune(ctx, time.Now().Add(-keep), keep)
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(pruneInterval):
 		}
+	}
+}
+
+// prunedKinds are the stored files events.retention prunes with the
+// events: the prompts and validation reports, kept for an operator's
+// inspection as the events are. Stored artifacts are kept.
+var prunedKinds = []agentrunner.FileKind{agentrunner.FilePrompt, agentrunner.FileValidation}
+
+// prune deletes the events and the stored prompts and validation reports
+// made before before; keep is the retention, for the log.
+func (r *runner) prune(ctx context.Context, before time.Time, keep time.Duration) {
+	if n, err := r.store.PruneEvents(ctx, before); err != nil && ctx.Err() == nil {
+		r.log.Error("pruning old events", "error", err)
+	} else if n > 0 {
+		r.log.Info("pruned old events", "deleted", n, "retention", keep.String())
+	}
+	if n, err := r.store.PruneFiles(ctx, before, prunedKinds...); err != nil && ctx.Err() == nil {
+		r.log.Error("pruning old stored prompts and validation reports", "error", err)
+	} else if n > 0 {
+		r.log.Info("pruned old stored prompts and validation reports", "deleted", n, "retention", keep.String())
 	}
 }
 

@@ -37,6 +37,23 @@ type File struct {
 	Path string
 	Data []byte
 	Perm os.FileMode
+	// noSync: Replace's temporary file, not fsynced.
+	noSync bool
+}
+
+// Replace atomically replaces path with data, without an fsync: a reader
+// sees the old file or the new one, never a torn one, but a crash may
+// lose either. It is for views of the store, which are rewritten from it.
+func Replace(path string, data []byte, perm os.FileMode) error {
+	tmp, err := writeTemp(File{Path: path, Data: data, Perm: perm, noSync: true})
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
 }
 
 // WriteFiles replaces several files as WriteFile does, each atomically,

@@ -181,3 +181,22 @@ func TestReadFileLimitRefusesALargerFileUnread(t *testing.T) {
 		t.Errorf("no limit: %q, %v", data, err)
 	}
 }
+
+func TestReplaceSwapsTheFileWithoutAnFsync(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mailbox.a")
+	for _, data := range []string{"first\n", "second, longer\n", ""} {
+		syncs := Syncs()
+		if err := Replace(path, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := os.ReadFile(path); string(got) != data {
+			t.Errorf("file holds %q, want %q", got, data)
+		}
+		if n := Syncs() - syncs; n != 0 {
+			t.Errorf("Replace made %d fsyncs, want none", n)
+		}
+	}
+	if entries, _ := os.ReadDir(filepath.Dir(path)); len(entries) != 1 {
+		t.Errorf("the directory holds %d entries, want the file alone", len(entries))
+	}
+}

@@ -13,7 +13,7 @@ import (
 )
 
 // writeTemp writes f's data to a new temporary file beside f.Path, with
-// f.Perm, and fsyncs it.
+// f.Perm, and fsyncs it unless f.noSync.
 func writeTemp(f File) (tmp string, err error) {
 	prefix := filepath.Join(filepath.Dir(f.Path), "."+filepath.Base(f.Path)+".tmp-")
 	var fd int
@@ -31,7 +31,7 @@ func writeTemp(f File) (tmp string, err error) {
 	if err == nil {
 		err = syscall.Fchmod(fd, uint32(f.Perm.Perm()))
 	}
-	if err == nil {
+	if err == nil && !f.noSync {
 		err = fsync(fd)
 	}
 	if cerr := syscall.Close(fd); err == nil && cerr != nil {

@@ -13,7 +13,7 @@ import (
 )
 
 // writeTemp writes f's data to a new temporary file beside f.Path, with
-// f.Perm, and syncs it (FlushFileBuffers).
+// f.Perm, and syncs it (FlushFileBuffers) unless f.noSync.
 func writeTemp(f File) (tmp string, err error) {
 	prefix := filepath.Join(filepath.Dir(f.Path), "."+filepath.Base(f.Path)+".tmp-")
 	var file *os.File
@@ -31,7 +31,7 @@ func writeTemp(f File) (tmp string, err error) {
 	if err == nil {
 		err = file.Chmod(f.Perm.Perm()) // only the read-only bit means anything here
 	}
-	if err == nil {
+	if err == nil && !f.noSync {
 		err = Sync(file)
 	}
 	if cerr := file.Close(); err == nil && cerr != nil {

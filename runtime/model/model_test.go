@@ -15,9 +15,11 @@ import (
 	"github.com/agentrunner/agentrunner/artifact"
 	"github.com/agentrunner/agentrunner/config"
 	"github.com/agentrunner/agentrunner/examples/crypton"
+	"github.com/agentrunner/agentrunner/internal/mailboxtest"
 	"github.com/agentrunner/agentrunner/llm"
 	"github.com/agentrunner/agentrunner/mailbox"
 	"github.com/agentrunner/agentrunner/runtime/mock"
+	"github.com/agentrunner/agentrunner/sqlite"
 	"github.com/agentrunner/agentrunner/step/agent"
 	"github.com/agentrunner/agentrunner/tool"
 	"github.com/agentrunner/agentrunner/workspace"
@@ -321,11 +323,14 @@ func TestInjectedMessageReachesTheNextTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	agent := strings.TrimPrefix(file, "mailbox.")
+	store, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
 	deposit := func(id, body string) {
 		t.Helper()
-		if _, err := boxes.Deposit(agent, mailbox.Message{ID: id, Time: time.Date(2026, 11, 22, 14, 5, 0, 0, time.UTC), From: "operator:alice", Kind: mailbox.Inject, Body: body}); err != nil {
-			t.Fatal(err)
-		}
+		mailboxtest.Deposit(t, store, boxes, agent, mailbox.Message{ID: id, Time: time.Date(2026, 11, 22, 14, 5, 0, 0, time.UTC), From: "operator:alice", Kind: mailbox.Inject, Body: body})
 	}
 	deposit("inject-1", "an old note")
 	sleep := calls(llm.ToolCall{ID: "c1", Name: "sleepy", Arguments: json.RawMessage(`{"ms":1}`)})

@@ -1,9 +1,10 @@
 // Package agent is the agent step kind: one attempt of an agent step
 // resolves the agent's inputs, assembles its prompt, runs it on its
 // provider's runtime within the attempt's time limit, checks the artifact
-// against its contract, publishes it into the run directory and delivers
-// the step's mailbox messages. The loop engine and the graph scheduler
-// both run agent steps through it.
+// against its contract and hands it, with the prompt and the step's
+// mailbox messages, to the scheduler, which commits them with the
+// outcome and then writes their files. The scheduler runs every agent
+// step through it.
 package agent
 
 import (
@@ -26,19 +27,24 @@ const (
 	OpMCPConfig    = "write MCP configuration"
 	OpPrompt       = "write prompt"
 	OpReadArtifact = "read artifact"
-	OpPublish      = "publish artifact"
-	OpRunDir       = "create run directory"
-	OpDeliver      = "deliver to mailboxes"
+	// OpMailbox checks the agent's mailbox file against the store, and
+	// rewrites it, before the agent reads it.
+	OpMailbox = "check mailbox"
 )
 
-// Store is what the kind reads of the store: earlier runs for history
-// inputs and for a skipped step's fallback, the run's attempts for its
+// Store is what the kind reads of the store: earlier runs and their
+// stored artifacts for inputs and for a skipped step's fallback, the run's attempts for its
 // token budget, and the tool calls a process agent's MCP server committed.
 type Store interface {
 	Cycles(ctx context.Context, f agentrunner.CycleFilter) ([]*agentrunner.Cycle, error)
 	Runs(ctx context.Context, f agentrunner.RunFilter) ([]*agentrunner.Run, error)
 	Attempts(ctx context.Context, cycleID string) ([]*agentrunner.Attempt, error)
 	Events(ctx context.Context, f agentrunner.EventFilter) ([]*agentrunner.Event, error)
+	// Files gives the stored artifacts that the files agents read are
+	// views of.
+	Files(ctx context.Context, f agentrunner.FileFilter) ([]*agentrunner.StoredFile, error)
+	// Mailbox gives the messages an agent's mailbox file is a view of.
+	Mailbox(ctx context.Context, agent string) ([][]byte, error)
 }
 
 // Options wires the kind. A reload builds a new Kind with the new
@@ -46,7 +52,9 @@ type Store interface {
 type Options struct {
 	// Workspace holds the agents, their files and the layout.
 	Workspace *workspace.Workspace
-	// Mailboxes are the agents' mailboxes, sized by the configuration.
+	// Mailboxes are the agents' mailboxes, sized by the configuration:
+	// they make the step's deposits, and check the agent's mailbox file
+	// against the store before it runs.
 	Mailboxes *mailbox.Mailboxes
 	// Runtimes runs agents, by provider name.
 	Runtimes map[string]agentrunner.Runtime
@@ -115,8 +123,7 @@ func (k *Kind) Run(ctx context.Context, a *agentrunner.StepAttempt) (*agentrunne
 	if err != nil {
 		return at.res, err
 	}
-	evs, err := k.deliver(&delivery{run: a.Run, dir: a.RunDir, step: at.step, data: data, spans: spans})
-	at.res.Events = append(at.res.Events, evs...)
+	err = k.deliver(at.res, &delivery{run: a.Run, dir: a.RunDir, step: at.step, data: data, spans: spans})
 	return at.res, err
 }
 

@@ -180,10 +180,17 @@ func TestRun(t *testing.T) {
 			if p, _ := os.ReadFile(filepath.Join(a.Dir, "prompt.md")); !strings.Contains(string(p), tt.inPrompt) {
 				t.Errorf("the prompt does not say %q", tt.inPrompt)
 			}
+			if p, err := os.ReadFile(filepath.Join(a.Dir, "prompt.md")); err == nil {
+				if prompt := storedFile(res, agentrunner.FilePrompt); prompt == nil || string(prompt.Data) != string(p) {
+					t.Errorf("the stored prompt %+v is not the prompt the agent read", prompt)
+				}
+			}
 			if tt.want.Published != "" {
-				data, _ := os.ReadFile(filepath.Join(e.run.Dir, tt.want.Published))
-				if string(res.Output) != string(data) || len(data) == 0 {
-					t.Errorf("Output holds %d bytes, the published file %d", len(res.Output), len(data))
+				// The kind hands the artifact over; the scheduler commits it,
+				// then moves the agent's file into the run directory.
+				f := storedFile(res, agentrunner.FileArtifact)
+				if f == nil || f.Name != tt.want.Published || string(f.Data) != string(res.Output) || len(f.Data) == 0 || f.From != filepath.Join(a.Dir, f.Name) {
+					t.Errorf("stored artifact %+v, want %s with the Output's %d bytes, from the attempt folder", f, tt.want.Published, len(res.Output))
 				}
 			}
 		})
@@ -225,11 +232,21 @@ func TestInvocation(t *testing.T) {
 	}
 }
 
+// storedFile is the result's stored file of kind k, nil if none.
+func storedFile(res *agentrunner.StepResult, k agentrunner.FileKind) *agentrunner.StoredFile {
+	for _, f := range res.Files {
+		if f.Kind == k {
+			return f
+		}
+	}
+	return nil
+}
+
 // TestFaults: each file operation of the kind goes through the fault
 // hook under its name, and its failure names it and is a resource
 // failure when the system ran out of something.
 func TestFaults(t *testing.T) {
-	for _, op := range []string{OpMemory, OpPrompt, OpReadArtifact, OpPublish, OpDeliver} {
+	for _, op := range []string{OpMemory, OpMailbox, OpPrompt, OpReadArtifact} {
 		t.Run(op, func(t *testing.T) {
 			e := newEnv(t)
 			var asked []string

@@ -27,56 +27,58 @@ type delivery struct {
 	note string
 }
 
-// Deliver deposits the messages of a step that produced no artifact of
-// its own, or whose artifact stands in for it (an execution step, a
-// fallback): note is their body, data what they quote. It returns the
-// mailbox.delivered events, to be committed with the step's outcome.
-func (k *Kind) Deliver(run *agentrunner.Run, step *config.Step, data []byte, note string) ([]*agentrunner.Event, error) {
-	return k.deliver(&delivery{run: run, dir: run.Dir, step: step, data: data, note: note})
+// Deliver adds to res the messages of a step that produced no artifact
+// of its own, or whose artifact stands in for it (an execution step, a
+// fallback): note is their body, data what they quote. Like the step's
+// own (deliver), they are committed with the step's outcome.
+func (k *Kind) Deliver(res *agentrunner.StepResult, run *agentrunner.Run, step *config.Step, data []byte, note string) error {
+	return k.deliver(res, &delivery{run: run, dir: run.Dir, step: step, data: data, note: note})
 }
 
-// deliver deposits the step's messages (Appendix A): forward, backward,
-// broadcast or status. Each message has a stable id, so a retried step
-// replaces its earlier message instead of adding a second one.
-func (k *Kind) deliver(d *delivery) ([]*agentrunner.Event, error) {
-	ds := k.messages(d)
-	if len(ds) == 0 {
-		return nil, nil
+// deliver adds the step's messages (Appendix A) to res: forward,
+// backward, broadcast or status, as deposits (res.Mail) that the
+// scheduler commits with the step's outcome when it succeeds, and writes
+// into the mailbox files after that commit; with a mailbox.delivered event
+// each. Each message has a stable id, so a retried step replaces its
+// earlier message instead of adding a second one; whether it did is known
+// only at the commit, so the event does not say.
+func (k *Kind) deliver(res *agentrunner.StepResult, d *delivery) error {
+	for _, m := range k.messages(d) {
+		dep, err := k.opts.Mailboxes.Deposit(m.to, m.msg)
+		if err != nil {
+			return agentrunner.Fail(agentrunner.ClassInternal, "deliver to mailboxes: %w", err)
+		}
+		res.Mail = append(res.Mail, dep)
+		res.Events = append(res.Events, k.event(d.run, d.step, agentrunner.EventMailboxDelivered, agentrunner.LevelInfo, map[string]any{
+			"to": m.to, "kind": string(m.msg.Kind), "id": m.msg.ID, "bytes": len(m.msg.Body),
+		}))
 	}
-	var replaced []bool
-	err := k.fileOp(OpDeliver, func() (err error) {
-		replaced, err = k.opts.Mailboxes.DepositAll(ds) // together: one directory fsync for all
-		return err
-	})
-	if err != nil {
-		return nil, agentrunner.Fail(agentrunner.ClassInternal, "deliver to mailboxes: %w", err)
-	}
-	evs := make([]*agentrunner.Event, len(ds))
-	for i, m := range ds {
-		evs[i] = k.event(d.run, d.step, agentrunner.EventMailboxDelivered, agentrunner.LevelInfo, map[string]any{
-			"to": m.Agent, "kind": string(m.Msg.Kind), "id": m.Msg.ID, "replaced": replaced[i], "bytes": len(m.Msg.Body),
-		})
-	}
-	return evs, nil
+	return nil
+}
+
+// message is one message of a step for one agent's mailbox.
+type message struct {
+	to  string
+	msg mailbox.Message
 }
 
 // messages makes the step's messages, one per configured delivery and
 // recipient.
-func (k *Kind) messages(d *delivery) []mailbox.Delivery {
-	var ds []mailbox.Delivery
+func (k *Kind) messages(d *delivery) []message {
+	var ms []message
 	for _, dv := range d.step.Deliver {
 		body := d.body(k.stepFile(d.step))
 		if quote := excerpt(d.data, d.sections, dv); quote != "" {
 			body += "\n\n" + quote
 		}
 		for _, to := range dv.To {
-			ds = append(ds, mailbox.Delivery{Agent: to, Msg: mailbox.Message{
+			ms = append(ms, message{to: to, msg: mailbox.Message{
 				ID: fmt.Sprintf("%s/%s/%s/%s", d.run.ID, d.step.ID, dv.Kind, to), Time: k.clock.Now(),
 				From: d.step.ID, Kind: mailbox.Kind(dv.Kind), CycleID: d.run.ID, Body: body,
 			}})
 		}
 	}
-	return ds
+	return ms
 }
 
 // stepFile is the artifact a step produces, or hands over.

@@ -6,12 +6,8 @@ import (
 	"path/filepath"
 
 	"github.com/agentrunner/agentrunner"
-	"github.com/agentrunner/agentrunner/internal/atomicfile"
+	"github.com/agentrunner/agentrunner/view"
 )
-
-// OpFallback is the file operation that publishes an earlier run's
-// artifact in place of a skipped step's.
-const OpFallback = "publish fallback"
 
 // EventFallbackPublished records the earlier artifact that stands in for
 // a skipped step's, and where this run has it now.
@@ -24,12 +20,12 @@ var _ agentrunner.Fallbacker = (*Kind)(nil)
 
 // Fallback stands in for an agent step that failed for good (on_failure:
 // skip): it finds the newest of the pipeline's earlier runs (at most 200)
-// whose directory holds the step's artifact passing the agent's contract,
-// publishes a copy into this run's directory, and delivers the step's
-// messages from it with a note saying so. The result's Path is the
+// that has the step's artifact passing the agent's contract, hands a copy
+// to the scheduler for this run (committed, then written as its view), and delivers the step's
+// messages from it (committed with it too) with a note saying so. The result's Path is the
 // earlier artifact it came from; nil, nil when no earlier run has one.
-// It runs no agent, only reads and writes a few files: the scheduler calls
-// it on its loop, and ctx bounds the search.
+// It runs no agent, only reads the store: the scheduler calls it on its
+// loop, and ctx bounds the search.
 func (k *Kind) Fallback(ctx context.Context, a *agentrunner.StepAttempt) (*agentrunner.StepResult, error) {
 	at := &attempt{k: k, sa: a, res: &agentrunner.StepResult{}}
 	if err := at.resolve(); err != nil {
@@ -41,25 +37,21 @@ func (k *Kind) Fallback(ctx context.Context, a *agentrunner.StepAttempt) (*agent
 	}
 	file := at.agent.Output.File
 	dst := filepath.Join(a.RunDir, file)
-	if err := k.fileOp(OpFallback, func() error { return atomicfile.WriteFile(dst, data, 0o644) }); err != nil {
-		return nil, agentrunner.Fail(agentrunner.ClassInternal, "publish the fallback %s: %w", src, err)
-	}
 	at.res.Output, at.res.Path = data, src
+	at.keep(agentrunner.FileArtifact, file, data) // committed, then its view written
 	at.event(at.step, EventFallbackPublished, agentrunner.LevelWarn, map[string]any{
 		"artifact": file, "fallback": src, "fallback_run": from, "path": dst,
 	})
 	note := fmt.Sprintf("%s failed; %s of run %s stands in for it: %s", at.step.ID, file, from, dst)
-	evs, err := k.Deliver(a.Run, at.step, data, note)
-	if err != nil {
+	if err := k.Deliver(at.res, a.Run, at.step, data, note); err != nil {
 		return nil, err
 	}
-	at.res.Events = append(at.res.Events, evs...)
 	return at.res, nil
 }
 
 // lastGood finds the step's newest valid artifact in the earlier runs of
 // the pipeline: its path, its run and its bytes (nil when there is none).
-// A file that is missing, too large or breaks the contract is passed
+// An artifact that is missing, too large or breaks the contract is passed
 // over.
 func (at *attempt) lastGood(ctx context.Context) (path, run string, data []byte, err error) {
 	runs, err := at.k.opts.Store.Runs(ctx, agentrunner.RunFilter{Pipeline: at.sa.Run.Pipeline, Before: at.sa.Run.ID, Limit: maxFallbackScan})
@@ -72,8 +64,11 @@ func (at *attempt) lastGood(ctx context.Context) (path, run string, data []byte,
 			return "", "", nil, err
 		}
 		path := filepath.Join(prev.Dir, file)
-		data, err := atomicfile.ReadFileLimit(path, int64(at.agent.Output.MaxBytes))
-		if err != nil {
+		data, repaired, err := view.Read(ctx, at.k.opts.Store, prev.ID, prev.Dir, file, at.k.clock.Now())
+		if repaired != nil {
+			at.res.Events = append(at.res.Events, repaired)
+		}
+		if err != nil || data == nil || len(data) > at.agent.Output.MaxBytes {
 			continue
 		}
 		if _, err := check(at.agent.Contract, file, data); err == nil {

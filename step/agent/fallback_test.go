@@ -63,11 +63,11 @@ func TestFallback(t *testing.T) {
 	if src := filepath.Join(old.Dir, "research.md"); res.Path != src || string(res.Output) != string(good.Output) {
 		t.Errorf("Path %s (%d bytes), want %s", res.Path, len(res.Output), src)
 	}
-	if data, _ := os.ReadFile(filepath.Join(e.run.Dir, "research.md")); string(data) != string(good.Output) {
-		t.Errorf("this run's research.md is %d bytes, want the fallback's %d", len(data), len(good.Output))
+	if f := storedFile(res, agentrunner.FileArtifact); f == nil || f.Name != "research.md" || string(f.Data) != string(good.Output) || f.From != "" {
+		t.Errorf("this run's stored research.md is %+v, want the fallback's %d bytes", f, len(good.Output))
 	}
-	msgs, err := e.boxes.Read("plan", 0)
-	if err != nil || len(msgs) == 0 || !strings.Contains(msgs[len(msgs)-1].Body, "research failed; research.md of run 20261122_110000 stands in for it") {
-		t.Errorf("plan's mailbox: %+v, %v", msgs, err)
+	msgs := mailTo(t, res, "plan")
+	if len(msgs) == 0 || !strings.Contains(msgs[len(msgs)-1].Body, "research failed; research.md of run 20261122_110000 stands in for it") {
+		t.Errorf("the message to plan: %+v", msgs)
 	}
 }

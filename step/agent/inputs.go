@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/agentrunner/agentrunner"
@@ -47,19 +46,23 @@ func (at *attempt) input(ctx context.Context, in config.Input) ([]agentrunner.In
 		}
 		return []agentrunner.Input{{Name: describe(in, "memory of the "+in.Memory+" agent"), Path: at.k.ws.Layout.Memory(in.Memory)}}, nil
 	case in.History == nil:
-		in, err := at.runInput(in)
+		in, err := at.runInput(ctx, in)
 		return []agentrunner.Input{in}, err
 	}
-	return at.k.history(ctx, at.sa.Run, in)
+	return at.history(ctx, in)
 }
 
 // runInput is an artifact of this run. A missing one fails the attempt,
 // unless the run is late: a run forced to its end judges what it has
 // (FR-007), and the prompt says what is missing.
-func (at *attempt) runInput(in config.Input) (agentrunner.Input, error) {
+func (at *attempt) runInput(ctx context.Context, in config.Input) (agentrunner.Input, error) {
 	path := filepath.Join(at.sa.RunDir, in.Artifact)
 	name := describe(in, in.Artifact+" of this cycle")
-	if _, err := os.Stat(path); err != nil {
+	ok, err := at.serve(ctx, at.sa.Run.ID, at.sa.RunDir, in.Artifact)
+	if err != nil {
+		return agentrunner.Input{}, err
+	}
+	if !ok {
 		if !at.sa.Late {
 			return agentrunner.Input{}, agentrunner.Fail(agentrunner.ClassInternal, "input %s is missing from the cycle directory %s", in.Artifact, at.sa.RunDir)
 		}
@@ -78,8 +81,9 @@ func describe(in config.Input, def string) string {
 // history finds an artifact in earlier runs of the same pipeline: the
 // most recent ones first, at most Last of them, and only those started
 // Within the given time.
-func (k *Kind) history(ctx context.Context, run *agentrunner.Run, in config.Input) ([]agentrunner.Input, error) {
-	runs, err := k.opts.Store.Cycles(ctx, agentrunner.CycleFilter{Pipeline: run.Pipeline, Before: run.ID, Limit: historyScan})
+func (at *attempt) history(ctx context.Context, in config.Input) ([]agentrunner.Input, error) {
+	run := at.sa.Run
+	runs, err := at.k.opts.Store.Cycles(ctx, agentrunner.CycleFilter{Pipeline: run.Pipeline, Before: run.ID, Limit: historyScan})
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +96,11 @@ func (k *Kind) history(ctx context.Context, run *agentrunner.Run, in config.Inpu
 			break
 		}
 		path := filepath.Join(prev.Dir, in.Artifact)
-		if _, err := os.Stat(path); err != nil {
+		ok, err := at.serve(ctx, prev.ID, prev.Dir, in.Artifact)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
 			continue
 		}
 		name := fmt.Sprintf("%s of cycle %s", in.Artifact, prev.ID)

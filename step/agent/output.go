@@ -2,7 +2,6 @@ package agent
 
 import (
 	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -12,7 +11,7 @@ import (
 )
 
 // accept reads the agent's artifact, checks it against its contract and
-// publishes it into the run directory. It returns the artifact and, for
+// hands it to the scheduler to commit (publish). It returns the artifact and, for
 // a markdown one, its sections, found in the same parse.
 func (at *attempt) accept() ([]byte, []artifact.Span, error) {
 	data, err := at.read()
@@ -56,8 +55,11 @@ func check(c artifact.Contract, file string, data []byte) ([]artifact.Span, erro
 	return nil, artifact.Check(c, file, data)
 }
 
+// validationFile is the report of a rejected output, in the attempt folder.
+const validationFile = "validation.txt"
+
 // reject records why the artifact was rejected: in validation.txt in the
-// attempt folder, and in an artifact.rejected event.
+// attempt folder and the store, and in an artifact.rejected event.
 func (at *attempt) reject(err error) {
 	var ve *artifact.ValidationError
 	problems := []string{err.Error()}
@@ -67,43 +69,32 @@ func (at *attempt) reject(err error) {
 			problems = append(problems, p.String())
 		}
 	}
-	_ = os.WriteFile(filepath.Join(at.sa.Dir, "validation.txt"), []byte(err.Error()+"\n"), 0o644) // for the operator; the event has it all
+	report := []byte(err.Error() + "\n")
+	_ = os.WriteFile(filepath.Join(at.sa.Dir, validationFile), report, 0o644) // its view, for the operator
+	at.keep(agentrunner.FileValidation, validationFile, report)
 	at.event(at.step, agentrunner.EventArtifactRejected, agentrunner.LevelWarn, map[string]any{
 		"artifact": at.agent.Output.File, "problems": problems,
 	})
 }
 
-// publish moves the validated file into the run directory: the agent's
-// output in the attempt folder is the temporary file, complete since the
-// agent ended; it is fsynced and renamed, so the run directory only ever
-// holds complete, valid artifacts.
-//
-// The run's directory is made here too, durably, when it is missing: the
-// scheduler makes it when the run begins, without an fsync (it is a view
-// of the run), so a crash may lose it.
+// publish hands the validated artifact to the scheduler, which commits
+// its bytes with the step's outcome and then makes its view in the run's
+// directory by moving the agent's file there: no fsync of that file is
+// needed, the committed copy is the durable one.
 func (at *attempt) publish(data []byte) error {
 	file := at.agent.Output.File
 	dst := filepath.Join(at.sa.RunDir, file)
-	move := func() error { return atomicfile.Move(at.inv.OutputPath, dst) }
-	err := at.k.fileOp(OpPublish, move)
-	if errors.Is(err, fs.ErrNotExist) && missing(at.sa.RunDir) {
-		if err := at.k.fileOp(OpRunDir, func() error { return atomicfile.MkdirAll(at.sa.RunDir, 0o755) }); err != nil {
-			return agentrunner.Fail(agentrunner.ClassInternal, "create the run's directory: %w", err)
-		}
-		err = at.k.fileOp(OpPublish, move)
-	}
-	if err != nil {
-		return agentrunner.Fail(agentrunner.ClassInternal, "publish %s: %w", file, err)
-	}
 	at.res.Output, at.res.Path = data, dst
+	at.keep(agentrunner.FileArtifact, file, data).From = at.inv.OutputPath
 	at.event(at.step, agentrunner.EventArtifactAccepted, agentrunner.LevelInfo, map[string]any{
 		"artifact": file, "path": dst, "bytes": len(data), "sha256": artifact.Hash(data),
 	})
 	return nil
 }
 
-// missing reports whether nothing is at path.
-func missing(path string) bool {
-	_, err := os.Stat(path)
-	return errors.Is(err, fs.ErrNotExist)
+// keep adds a file to those the scheduler commits with the outcome.
+func (at *attempt) keep(kind agentrunner.FileKind, name string, data []byte) *agentrunner.StoredFile {
+	f := &agentrunner.StoredFile{Kind: kind, Name: name, Data: data}
+	at.res.Files = append(at.res.Files, f)
+	return f
 }

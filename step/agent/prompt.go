@@ -30,6 +30,9 @@ func (at *attempt) prepare(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := at.checkMailbox(ctx); err != nil {
+		return err
+	}
 	at.inv = at.invocation(inputs)
 	if at.inv.TokenBudget, err = at.k.budget(ctx, at.sa.Run, at.agent.Agent); err != nil {
 		return err
@@ -40,6 +43,28 @@ func (at *attempt) prepare(ctx context.Context) error {
 	}
 	at.inv.Prompt = prompt.Build(pc)
 	return at.writePrompt()
+}
+
+// checkMailbox makes the agent's mailbox right before it reads it: the
+// file is checked against the store's messages by hash and rewritten
+// from them when a crash left it stale or missing, with an
+// EventViewRepaired, so an agent never reads a stale mailbox.
+func (at *attempt) checkMailbox(ctx context.Context) error {
+	k, agent := at.k, at.agent.Name
+	var reason string
+	err := k.fileOp(OpMailbox, func() (err error) {
+		reason, err = k.opts.Mailboxes.Check(ctx, k.opts.Store, agent)
+		return err
+	})
+	if err != nil {
+		return agentrunner.Fail(agentrunner.ClassInternal, "check the mailbox of %s: %w", agent, err)
+	}
+	if reason != "" {
+		ev := k.opts.Mailboxes.Repaired(k.clock.Now(), agent, reason)
+		ev.CycleID, ev.Step = at.sa.Run.ID, at.step.ID // the step it was repaired for
+		at.res.Events = append(at.res.Events, ev)
+	}
+	return nil
 }
 
 // invocation is what the runtime is given, but the prompt and budget.
@@ -135,8 +160,9 @@ func (at *attempt) mcpConfig() error {
 	return nil
 }
 
-// writePrompt keeps the prompt, so an operator can read exactly what the
-// agent saw, and clears the output path of anything an earlier run of
+// writePrompt writes the prompt for the agent to read, without an fsync,
+// and keeps it for the store, so an operator can read exactly what the
+// agent saw; it clears the output path of anything an earlier run of
 // the same attempt folder left there.
 func (at *attempt) writePrompt() error {
 	inv := at.inv
@@ -144,6 +170,7 @@ func (at *attempt) writePrompt() error {
 	if err != nil {
 		return agentrunner.Fail(agentrunner.ClassInternal, "write prompt: %w", err)
 	}
+	at.keep(agentrunner.FilePrompt, filepath.Base(inv.PromptPath), []byte(inv.Prompt))
 	_ = os.Remove(inv.OutputPath) // usually absent; a stale file must never pass for the agent's
 	return nil
 }

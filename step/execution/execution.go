@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 	"github.com/agentrunner/agentrunner/artifact"
 	"github.com/agentrunner/agentrunner/config"
 	"github.com/agentrunner/agentrunner/execsvc"
+	"github.com/agentrunner/agentrunner/view"
 	"github.com/agentrunner/agentrunner/workspace"
 )
 
@@ -66,6 +66,8 @@ type Store interface {
 	Attempts(ctx context.Context, cycleID string) ([]*agentrunner.Attempt, error)
 	OutboxMessage(ctx context.Context, key string) (*agentrunner.OutboxMessage, error)
 	RecordOutboxFailure(ctx context.Context, key, reason string, next time.Time) error
+	// Files gives the committed copy of the artifact handed over.
+	Files(ctx context.Context, f agentrunner.FileFilter) ([]*agentrunner.StoredFile, error)
 	PendingCommands(ctx context.Context) ([]*agentrunner.Command, error)
 	Apply(ctx context.Context, ch *agentrunner.Change) error
 }
@@ -91,9 +93,10 @@ type Options struct {
 	// Busy, if set, is told before each poll how long it may take, for a
 	// watchdog.
 	Busy func(d time.Duration)
-	// Deliver, if set, deposits the step's mailbox messages with the
-	// outcome as note; their events join the result's.
-	Deliver func(run *agentrunner.Run, step *config.Step, data []byte, note string) ([]*agentrunner.Event, error)
+	// Deliver, if set, adds the step's mailbox messages, with the outcome
+	// as note, to the result: committed with the step's outcome, with
+	// their events.
+	Deliver func(res *agentrunner.StepResult, run *agentrunner.Run, step *config.Step, data []byte, note string) error
 }
 
 // Kind runs the attempts of execution steps.
@@ -137,7 +140,7 @@ func (k *Kind) Run(ctx context.Context, a *agentrunner.StepAttempt) (*agentrunne
 	if !ok || step == nil {
 		return res, agentrunner.Fail(agentrunner.ClassConfig, "step %s: an execution step's configuration is a *config.Step, not %T", a.Step.ID, a.Step.Config)
 	}
-	sub, err := k.submission(a.RunDir, a.Run.ID, step)
+	sub, err := k.submission(ctx, a.RunDir, a.Run.ID, step, res)
 	if err != nil {
 		return res, err
 	}
@@ -161,9 +164,18 @@ func (k *Kind) Run(ctx context.Context, a *agentrunner.StepAttempt) (*agentrunne
 	return res, k.finish(a.Run, step, receipt, status, detail, res)
 }
 
-// submission reads and checks the step's artifact and its validity window.
-func (k *Kind) submission(runDir, runID string, step *config.Step) (execsvc.Submission, error) {
-	data, err := os.ReadFile(filepath.Join(runDir, step.Artifact))
+// submission reads and checks the step's artifact and its validity
+// window. It reads the store's copy, the committed bytes, and repairs the
+// file in the run directory if it went stale (the repair's event goes
+// into res).
+func (k *Kind) submission(ctx context.Context, runDir, runID string, step *config.Step, res *agentrunner.StepResult) (execsvc.Submission, error) {
+	data, repaired, err := view.Read(ctx, k.opts.Store, runID, runDir, step.Artifact, k.clock.Now())
+	if repaired != nil {
+		res.Events = append(res.Events, repaired)
+	}
+	if err == nil && data == nil {
+		err = fmt.Errorf("the run has no %s", step.Artifact)
+	}
 	if err != nil {
 		return execsvc.Submission{}, agentrunner.Fail(agentrunner.ClassInternal, "read %s: %v", step.Artifact, err)
 	}
@@ -203,9 +215,7 @@ func (k *Kind) finish(run *agentrunner.Run, step *config.Step, r *execsvc.Receip
 	if k.opts.Deliver == nil {
 		return nil
 	}
-	evs, err := k.opts.Deliver(run, step, nil, note)
-	res.Events = append(res.Events, evs...)
-	return err
+	return k.opts.Deliver(res, run, step, nil, note)
 }
 
 // stepStart is when the first attempt of this step began; the step's

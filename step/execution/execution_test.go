@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/artifact"
 	"github.com/agentrunner/agentrunner/config"
 	"github.com/agentrunner/agentrunner/examples/crypton"
 	"github.com/agentrunner/agentrunner/execsvc"
@@ -81,9 +82,9 @@ func (e *env) kind(t *testing.T) *Kind {
 	t.Helper()
 	k, err := New(Options{
 		Workspace: e.ws, Store: e.store, Service: e.client, Clock: e.clock,
-		Deliver: func(run *agentrunner.Run, step *config.Step, data []byte, note string) ([]*agentrunner.Event, error) {
+		Deliver: func(_ *agentrunner.StepResult, run *agentrunner.Run, step *config.Step, data []byte, note string) error {
 			e.notes = append(e.notes, note)
-			return nil, nil
+			return nil
 		},
 	})
 	if err != nil {
@@ -249,5 +250,37 @@ func TestRunRefusesABadStrategy(t *testing.T) {
 				t.Errorf("%d hand-offs of a bad strategy", n)
 			}
 		})
+	}
+}
+
+// TestRunHandsOverTheCommittedStrategy: strategy.json in the run directory
+// is a view of the store's copy. Edited after the commit (a crash left an
+// older file, or someone changed it), it is not what is traded: the
+// store's copy is handed over, and the file is rewritten from it.
+func TestRunHandsOverTheCommittedStrategy(t *testing.T) {
+	e := newEnv(t, execsvc.MockOptions{CompletedAfter: 1})
+	path := filepath.Join(e.run.Dir, "strategy.json")
+	committed, _ := os.ReadFile(path)
+	f := &agentrunner.StoredFile{RunID: e.run.ID, Step: "synthesize", Visit: 1, Attempt: 1, Kind: agentrunner.FileArtifact,
+		Name: "strategy.json", Data: committed, SHA256: artifact.Hash(committed), CreatedAt: t0}
+	if err := e.store.Apply(context.Background(), &agentrunner.Change{Files: []*agentrunner.StoredFile{f}}); err != nil {
+		t.Fatal(err)
+	}
+	stale := mock.Generate(e.ws.Producer("strategy.json").Template, ".json", "20261121_140000", "synthesis", t0)
+	os.WriteFile(path, stale, 0o644)
+
+	res, err := e.kind(t).Run(context.Background(), e.attempt())
+	if err != nil {
+		t.Fatal(err)
+	}
+	subs := e.es.Strategies()
+	if len(subs) != 1 || !strings.Contains(string(subs[0].Strategy), `"cycle_id": "20261122_140000"`) {
+		t.Fatalf("handed over %d strategies, want the committed one, of cycle 20261122_140000, not the stale file's", len(subs))
+	}
+	if got, _ := os.ReadFile(path); string(got) != string(committed) {
+		t.Errorf("strategy.json was not rewritten from the store")
+	}
+	if res.Events[0].Type != agentrunner.EventViewRepaired {
+		t.Errorf("first event %s, want %s", res.Events[0].Type, agentrunner.EventViewRepaired)
 	}
 }

@@ -1,0 +1,265 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// The engine's benchmarks compare runs: a durable step, the one fsync
+// every durable commit costs, and the floor of agentrunner's step
+// protocol (its file and database work without the engine).
+const (
+	stepBench  = "BenchmarkStep/publish"
+	fsyncBench = "BenchmarkFsync"
+	floorBench = "BenchmarkDurabilityFloor"
+)
+
+// config is what one comparison runs, from the command line.
+type config struct {
+	pairs, steps, invocations, warmup int
+	dir, engine, langgraph, node      string
+}
+
+// engineRun is what one run of the engine's benchmarks measured, in ms:
+// per step, per fsync and per step of the floor.
+type engineRun struct{ step, fsync, floor float64 }
+
+// pair is one run of each program: the engine's figures and LangGraph's
+// ms per step.
+type pair struct {
+	engineRun
+	peerFirst bool
+	peer      float64
+}
+
+// ratio is LangGraph's time per step over agentrunner's: above 1,
+// agentrunner is faster.
+func (p pair) ratio() float64 { return p.peer / p.step }
+
+func run(ctx context.Context, cfg config, w io.Writer) error {
+	if err := cfg.check(); err != nil {
+		return err
+	}
+	// Absolute, because lg_bench.mjs runs in its own directory.
+	dir, err := filepath.Abs(cfg.dir)
+	if err != nil {
+		return fmt.Errorf("-dir: %w", err)
+	}
+	cfg.dir = dir
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("-dir: %w", err)
+	}
+	fmt.Fprintf(w, "agentrunner %s (%d steps) against LangGraph.js, SQLite checkpointer, durability=sync, synchronous=FULL (%d invocations of 6 steps), in %s\n",
+		stepBench, cfg.steps, cfg.invocations, dir)
+	printHeader(w)
+	pairs := make([]pair, 0, cfg.pairs)
+	for i := range cfg.pairs {
+		p, err := runPair(ctx, cfg, i%2 == 1)
+		if err != nil {
+			return fmt.Errorf("pair %d: %w", i+1, err)
+		}
+		printPair(w, i+1, p)
+		pairs = append(pairs, p)
+	}
+	printSummary(w, pairs)
+	return nil
+}
+
+func (cfg config) check() error {
+	switch {
+	case cfg.pairs < 1:
+		return errors.New("-pairs must be at least 1")
+	case cfg.steps < 1 || cfg.invocations < 1 || cfg.warmup < 0:
+		return errors.New("-steps and -n must be at least 1, -warmup at least 0")
+	case cfg.dir == "":
+		return errors.New("-dir is required: a directory on the disk to measure")
+	case cfg.engine == "":
+		return errors.New("-engine is required: the engine's test binary, from go test -c ./engine/")
+	}
+	return nil
+}
+
+// runPair runs agentrunner then LangGraph, or the other way round.
+func runPair(ctx context.Context, cfg config, peerFirst bool) (pair, error) {
+	p := pair{peerFirst: peerFirst}
+	engine := func() (err error) { p.engineRun, err = runEngine(ctx, cfg); return err }
+	peer := func() (err error) { p.peer, err = runPeer(ctx, cfg); return err }
+	order := []func() error{engine, peer}
+	if peerFirst {
+		order = []func() error{peer, engine}
+	}
+	for _, f := range order {
+		if err := f(); err != nil {
+			return p, err
+		}
+	}
+	return p, nil
+}
+
+// benchPatterns run the step and the fsync benchmarks alone, one after
+// the other: go test matches each level of a benchmark's name separately,
+// so one pattern cannot pick a sub-benchmark of one and the other whole.
+var benchPatterns = []string{"^BenchmarkStep$/^publish$", "^BenchmarkFsync$", "^BenchmarkDurabilityFloor$"}
+
+// runEngine runs the step, fsync and floor benchmarks in cfg.dir, where
+// the benchmarks make their directories (os.TempDir).
+func runEngine(ctx context.Context, cfg config) (engineRun, error) {
+	var out strings.Builder
+	for _, pattern := range benchPatterns {
+		cmd := exec.CommandContext(ctx, cfg.engine, "-test.run", "^$",
+			"-test.bench", pattern, "-test.benchtime", fmt.Sprintf("%dx", cfg.steps))
+		cmd.Env = append(os.Environ(), "TMPDIR="+cfg.dir, "TMP="+cfg.dir, "TEMP="+cfg.dir)
+		o, err := output(cmd)
+		if err != nil {
+			return engineRun{}, err
+		}
+		out.WriteString(o)
+	}
+	return parseEngine(out.String())
+}
+
+// runPeer runs lg_bench.mjs durably on a fresh database in cfg.dir.
+func runPeer(ctx context.Context, cfg config) (float64, error) {
+	db := filepath.Join(cfg.dir, "lg.db")
+	defer func() {
+		for _, s := range []string{"", "-wal", "-shm"} {
+			os.Remove(db + s)
+		}
+	}()
+	cmd := exec.CommandContext(ctx, cfg.node, "lg_bench.mjs", "--mode=sqlite", "--durability=sync", "--sync=FULL",
+		fmt.Sprintf("--n=%d", cfg.invocations), fmt.Sprintf("--warmup=%d", cfg.warmup), "--db="+db)
+	cmd.Dir = cfg.langgraph
+	out, err := output(cmd)
+	if err != nil {
+		return 0, err
+	}
+	return parsePeer(out)
+}
+
+// output runs cmd and returns its standard output; if it fails, the error
+// quotes both of its outputs.
+func output(cmd *exec.Cmd) (string, error) {
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("%s: %v\n%s%s", strings.Join(cmd.Args, " "), err, out, stderr.String())
+	}
+	return string(out), nil
+}
+
+// parseEngine returns the ms per op of stepBench, fsyncBench and
+// floorBench from the output of the engine's test binary.
+func parseEngine(out string) (engineRun, error) {
+	ms := map[string]float64{}
+	for line := range strings.Lines(out) {
+		f := strings.Fields(line)
+		if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") || f[3] != "ns/op" {
+			continue
+		}
+		ns, err := strconv.ParseFloat(f[2], 64)
+		if err != nil || !(ns > 0) {
+			return engineRun{}, fmt.Errorf("engine benchmark line %q: bad ns/op", strings.TrimSpace(line))
+		}
+		ms[trimProcs(f[0])] = ns / 1e6
+	}
+	for _, name := range []string{stepBench, fsyncBench, floorBench} {
+		if ms[name] == 0 {
+			return engineRun{}, fmt.Errorf("no %s line in the engine's output:\n%s", name, out)
+		}
+	}
+	return engineRun{step: ms[stepBench], fsync: ms[fsyncBench], floor: ms[floorBench]}, nil
+}
+
+// trimProcs drops the -GOMAXPROCS suffix go test adds to a benchmark's
+// name (none when GOMAXPROCS is 1).
+func trimProcs(name string) string {
+	i := strings.LastIndexByte(name, '-')
+	if i < 0 {
+		return name
+	}
+	if _, err := strconv.Atoi(name[i+1:]); err != nil {
+		return name
+	}
+	return name[:i]
+}
+
+// peerResult is the part of lg_bench.mjs's JSON line compare reads.
+type peerResult struct {
+	Durability  string   `json:"durability"`
+	Synchronous int      `json:"synchronous"`
+	PerStep     *float64 `json:"per_step_median_ms"`
+}
+
+// parsePeer returns LangGraph's median ms per step from lg_bench.mjs's
+// output, whose last line is its JSON result, and checks that the run was
+// as durable as agentrunner's step: each step committed, fsynced in full.
+func parsePeer(out string) (float64, error) {
+	trimmed := strings.TrimSpace(out)
+	last := trimmed[strings.LastIndexByte(trimmed, '\n')+1:]
+	var r peerResult
+	if err := json.Unmarshal([]byte(last), &r); err != nil {
+		return 0, fmt.Errorf("the last line of lg_bench.mjs's output is not its JSON result (%v):\n%s", err, out)
+	}
+	switch {
+	case r.PerStep == nil || *r.PerStep <= 0:
+		return 0, fmt.Errorf("lg_bench.mjs's result has no per_step_median_ms: %s", last)
+	case r.Durability != "sync" || r.Synchronous != 2:
+		return 0, fmt.Errorf("lg_bench.mjs ran with durability %q and synchronous %d, not sync and 2 (FULL): %s",
+			r.Durability, r.Synchronous, last)
+	}
+	return *r.PerStep, nil
+}
+
+const rowFormat = "%4s  %-11s  %11s  %9s  %7s  %6s  %5s  %11s  %9s\n"
+
+func printHeader(w io.Writer) {
+	fmt.Fprintf(w, rowFormat, "pair", "first", "agentrunner", "LangGraph", "floor", "fsync", "ratio", "agentrunner", "LangGraph")
+	fmt.Fprintf(w, rowFormat, "", "", "ms/step", "ms/step", "ms/step", "ms", "", "fsyncs", "fsyncs")
+}
+
+func printPair(w io.Writer, n int, p pair) {
+	first := "agentrunner"
+	if p.peerFirst {
+		first = "LangGraph"
+	}
+	fmt.Fprintf(w, rowFormat, strconv.Itoa(n), first, ms(p.step), ms(p.peer), ms(p.floor), ms(p.fsync),
+		fmt.Sprintf("%.2f", p.ratio()), fmt.Sprintf("%.1f", p.step/p.fsync), fmt.Sprintf("%.1f", p.peer/p.fsync))
+}
+
+func ms(v float64) string { return fmt.Sprintf("%.3f", v) }
+
+func printSummary(w io.Writer, pairs []pair) {
+	r := spreadOf(pairs, pair.ratio)
+	fmt.Fprintf(w, "LangGraph / agentrunner per step over %d pairs: median %.2f, range %.2f–%.2f (above 1, agentrunner is faster)\n",
+		len(pairs), r.median, r.min, r.max)
+	step := spreadOf(pairs, func(p pair) float64 { return p.step / p.fsync })
+	peer := spreadOf(pairs, func(p pair) float64 { return p.peer / p.fsync })
+	fmt.Fprintf(w, "a step in fsyncs (ms per step / ms per fsync of its pair), median (range): agentrunner %.1f (%.1f–%.1f), LangGraph %.1f (%.1f–%.1f)\n",
+		step.median, step.min, step.max, peer.median, peer.min, peer.max)
+	floor := spreadOf(pairs, func(p pair) float64 { return p.peer / p.floor })
+	fmt.Fprintf(w, "LangGraph / agentrunner's floor (its step's file and database work alone), the most the ratio can be: median %.2f, range %.2f–%.2f\n",
+		floor.median, floor.min, floor.max)
+}
+
+// spread is the median and range of a figure over the pairs.
+type spread struct{ median, min, max float64 }
+
+func spreadOf(pairs []pair, figure func(pair) float64) spread {
+	xs := make([]float64, len(pairs))
+	for i, p := range pairs {
+		xs[i] = figure(p)
+	}
+	slices.Sort(xs)
+	n := len(xs)
+	return spread{median: (xs[(n-1)/2] + xs[n/2]) / 2, min: xs[0], max: xs[n-1]}
+}
