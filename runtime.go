@@ -7,13 +7,25 @@ import (
 
 // Runtime runs one agent attempt: a child process, a conversation with an
 // LLM provider, or a deterministic mock. It must write the agent's artifact
-// to inv.OutputPath; the engine validates and publishes it afterwards.
+// to inv.OutputPath, or return it in RunResult.Output if it is an
+// OutputReturner; the engine validates and publishes it afterwards.
 //
 // Run returns an error built with Fail, so the engine can tell a retryable
 // failure (timeout, crash, provider 5xx) from one that is not (bad config).
 // When ctx ends, Run stops the agent and returns promptly.
 type Runtime interface {
 	Run(ctx context.Context, inv *Invocation) (*RunResult, error)
+}
+
+// OutputReturner is a Runtime whose agents take their prompt from
+// Invocation.Prompt and return their artifact in RunResult.Output instead
+// of reading and writing files in the attempt's folder. The step then
+// makes no file before its commit: no attempt folder, no prompt.md (the
+// store keeps the prompt), no output file; the artifact's view in the
+// run's directory is written after the commit.
+type OutputReturner interface {
+	Runtime
+	ReturnsOutput()
 }
 
 // Invocation is everything an agent is given for one attempt (FR-012).
@@ -120,6 +132,9 @@ type Input struct {
 
 // RunResult is what a runtime observed while running an agent (FR-015).
 type RunResult struct {
+	// Output is the artifact of an OutputReturner's agent; nil: it
+	// returned none.
+	Output []byte
 	// ExitCode of the agent process; nil when there was no process.
 	ExitCode *int
 	// StdoutPath and StderrPath hold the captured output, when any.

@@ -93,31 +93,50 @@ func benchWorkspace(b *testing.B, mail bool) *workspace.Workspace {
 	return ws
 }
 
-// fixedOutput is an agent that writes the same valid output every time, so
-// the benchmark measures the engine, not an agent's work.
+// fixedOutput is an agent that returns the same valid output every time,
+// in memory as a model agent's conversation does, so the benchmark
+// measures the engine, not an agent's work.
 type fixedOutput []byte
 
+var _ agentrunner.OutputReturner = fixedOutput(nil)
+
+func (f fixedOutput) ReturnsOutput() {}
+
 func (f fixedOutput) Run(ctx context.Context, inv *agentrunner.Invocation) (*agentrunner.RunResult, error) {
+	return &agentrunner.RunResult{Output: f}, nil
+}
+
+// fileOutput is fixedOutput as a process agent gives it: it reads its
+// prompt from its file and writes its output into the attempt's folder.
+type fileOutput []byte
+
+func (f fileOutput) Run(ctx context.Context, inv *agentrunner.Invocation) (*agentrunner.RunResult, error) {
+	if _, err := os.Stat(inv.PromptPath); err != nil {
+		return nil, err
+	}
 	return &agentrunner.RunResult{}, os.WriteFile(inv.OutputPath, f, 0o644)
 }
 
-// BenchmarkStep measures one step of a pipeline whose agent writes a fixed
-// valid output (so the agent's own work is not counted), all durable: the attempt's record, the artifact published with write-temp,
-// fsync, rename, and the transition committed to SQLite with
-// synchronous=FULL. Besides ns/op it reports, per step: CPU time in user
+// BenchmarkStep measures one step of a pipeline whose agent gives a fixed
+// valid output (so the agent's own work is not counted), all durable: the
+// attempt's outcome, the artifact's and the prompt's bytes and the
+// transition committed to SQLite with synchronous=FULL, then the
+// artifact's view written into the run's directory. In publish and
+// publish+2-deposits the agent works in memory (as model and mock agents
+// do); in publish-file it reads its prompt from the attempt's folder and
+// writes its output there (as process agents do). Besides ns/op it reports, per step: CPU time in user
 // space (agentrunner's own work) and in the kernel (file creation, fsync),
 // store commits, file fsyncs, and commits per state transition (a cycle of
 // n steps has n+1 transitions: the cycle's start and one after each step).
 //
 //	go test -run '^$' -bench BenchmarkStep -count 10 ./engine/ | tee new.txt; benchstat new.txt
 func BenchmarkStep(b *testing.B) {
-	for _, mail := range []bool{false, true} {
-		name := "publish"
-		if mail {
-			name = "publish+2-deposits"
-		}
-		b.Run(name, func(b *testing.B) {
-			e, store, clock := benchEngine(b, mail)
+	for _, bc := range []struct {
+		name        string
+		mail, files bool
+	}{{"publish", false, false}, {"publish+2-deposits", true, false}, {"publish-file", false, true}} {
+		b.Run(bc.name, func(b *testing.B) {
+			e, store, clock := benchEngineAt(b, bc.mail, bc.files, filepath.Join(benchDir(b), "state.db"))
 			ctx := context.Background()
 			cycles := (b.N + benchSteps - 1) / benchSteps
 			commits0, syncs0 := store.Commits(), atomicfile.Syncs()
@@ -153,11 +172,12 @@ func BenchmarkStep(b *testing.B) {
 // benchEngine returns an engine on a benchWorkspace, a SQLite store and a
 // fake clock.
 func benchEngine(b *testing.B, mail bool) (*Engine, *sqlite.Store, *clocktest.Clock) {
-	return benchEngineAt(b, mail, filepath.Join(benchDir(b), "state.db"))
+	return benchEngineAt(b, mail, false, filepath.Join(benchDir(b), "state.db"))
 }
 
-// benchEngineAt is benchEngine with its state database at path.
-func benchEngineAt(b *testing.B, mail bool, path string) (*Engine, *sqlite.Store, *clocktest.Clock) {
+// benchEngineAt is benchEngine with its state database at path; with
+// files, its agent works with files (fileOutput).
+func benchEngineAt(b *testing.B, mail, files bool, path string) (*Engine, *sqlite.Store, *clocktest.Clock) {
 	ws := benchWorkspace(b, mail)
 	store, err := sqlite.Open(context.Background(), path)
 	if err != nil {
@@ -166,7 +186,11 @@ func benchEngineAt(b *testing.B, mail bool, path string) (*Engine, *sqlite.Store
 	b.Cleanup(func() { store.Close() })
 	clock := clocktest.New(t0)
 	tmpl, _ := os.ReadFile(ws.Agents["a0"].TemplatePath)
-	agent := fixedOutput(mock.Generate(tmpl, ".md", "20261122_140000", "a0", t0))
+	out := mock.Generate(tmpl, ".md", "20261122_140000", "a0", t0)
+	var agent agentrunner.Runtime = fixedOutput(out)
+	if files {
+		agent = fileOutput(out)
+	}
 	e, err := New(Options{Workspace: ws, Store: store, Clock: clock,
 		Runtimes: map[string]agentrunner.Runtime{"mock": agent}})
 	if err != nil {

@@ -28,6 +28,7 @@ import (
 	"github.com/agentrunner/agentrunner/step/agent"
 	"github.com/agentrunner/agentrunner/step/execution"
 	"github.com/agentrunner/agentrunner/step/gate"
+	"github.com/agentrunner/agentrunner/view"
 	"github.com/agentrunner/agentrunner/workspace"
 )
 
@@ -82,6 +83,9 @@ type Engine struct {
 	// start; later ones (run --once, cycle after cycle) need not, as
 	// nothing crashed in between.
 	viewsChecked atomic.Bool
+	// views writes the views of committed artifacts and the mailbox
+	// files in the background, for every scheduler and kind of the engine.
+	views *view.Writer
 	// cfgMu guards ws, cfg and boxes, which a reload replaces.
 	cfgMu sync.RWMutex
 	ws    *workspace.Workspace
@@ -107,7 +111,7 @@ func New(opts Options) (*Engine, error) {
 			return nil, fmt.Errorf("engine: agent %q uses provider %q, which has no runtime", name, a.Provider)
 		}
 	}
-	e := &Engine{opts: opts, store: opts.Store, clock: opts.Clock, log: opts.Logger, ws: opts.Workspace, cfg: cfg, callbacks: newBroadcast()}
+	e := &Engine{opts: opts, store: opts.Store, clock: opts.Clock, log: opts.Logger, ws: opts.Workspace, cfg: cfg, callbacks: newBroadcast(), views: view.NewWriter()}
 	if e.clock == nil {
 		e.clock = agentrunner.SystemClock{}
 	}
@@ -146,8 +150,8 @@ func (e *Engine) scheduler(pipelines map[string]*agentrunner.Pipeline) (*schedul
 		},
 		AttemptDir: ws.Layout.Attempt,
 		Alert:      e.alert, Inject: e.inject, BeforeViews: e.opts.BeforeViews,
-		ViewsChecked: &e.viewsChecked,
-		Mailboxes:    boxes, Agents: slices.Sorted(maps.Keys(cfg.Agents)),
+		ViewsChecked: &e.viewsChecked, Views: e.views,
+		Mailboxes: boxes, Agents: slices.Sorted(maps.Keys(cfg.Agents)),
 	}
 	if e.opts.Reload != nil {
 		opts.Reload = e.reload
@@ -187,7 +191,7 @@ func (e *Engine) kindsOn(ws *workspace.Workspace, boxes *mailbox.Mailboxes, pipe
 func (e *Engine) agentKind(ws *workspace.Workspace, boxes *mailbox.Mailboxes) (*agent.Kind, error) {
 	return agent.New(agent.Options{
 		Workspace: ws, Mailboxes: boxes, Runtimes: e.opts.Runtimes, Store: e.store, Clock: e.clock, Logger: e.log,
-		OnEvent: e.opts.OnEvent, MCPCommand: e.opts.MCPCommand, Faults: e.opts.Faults,
+		OnEvent: e.opts.OnEvent, MCPCommand: e.opts.MCPCommand, Faults: e.opts.Faults, Views: e.views,
 	})
 }
 
@@ -197,7 +201,7 @@ func (e *Engine) agentKind(ws *workspace.Workspace, boxes *mailbox.Mailboxes) (*
 func (e *Engine) executionKind(ws *workspace.Workspace, agents *agent.Kind) (*execution.Kind, error) {
 	return execution.New(execution.Options{
 		Workspace: ws, Store: e.store, Service: e.opts.Exec, Clock: e.clock, Logger: e.log,
-		Commit: e.commit, Sleep: e.callbacks.sleep(e.clock), Deliver: agents.Deliver,
+		Commit: e.commit, Sleep: e.callbacks.sleep(e.clock), Deliver: agents.Deliver, Views: e.views,
 	})
 }
 

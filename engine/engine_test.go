@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -115,10 +114,7 @@ func TestOneFullCycle(t *testing.T) {
 	if _, err := os.Stat(f.ws.Layout.Memory("synthesis")); err == nil {
 		t.Error("synthesis has no memory: true, yet a memory file was created")
 	}
-	prompt, err := os.ReadFile(filepath.Join(f.ws.Layout.Attempt(c.ID, "research", 1), "prompt.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	prompt := f.stored(c.ID, "research", 1, agentrunner.FilePrompt)
 	for _, want := range []string{filepath.Join(c.Dir, "plan.md"), f.ws.Layout.Memory("research"), f.ws.Layout.Mailboxes(), "### web_search"} {
 		if !strings.Contains(string(prompt), want) {
 			t.Errorf("research prompt lacks %q", want)
@@ -167,13 +163,7 @@ func TestHistoryInputs(t *testing.T) {
 	if ids[1] != "20261122_200000" {
 		t.Errorf("second cycle %s, want 6h after the first", ids[1])
 	}
-	prompt := func(cycle, step string) string {
-		data, err := os.ReadFile(filepath.Join(f.ws.Layout.Attempt(cycle, step, 1), "prompt.md"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(data)
-	}
+	prompt := func(cycle, step string) string { return f.stored(cycle, step, 1, agentrunner.FilePrompt) }
 	last := ids[4]
 	eval := prompt(last, "evaluate")
 	for i, id := range ids[:4] {
@@ -259,7 +249,7 @@ func TestBadOutputIsNotRetried(t *testing.T) {
 		want     string
 	}{
 		{"invalid", mock.Invalid, 0, "artifact strategy.json breaks its contract"},
-		{"silent", mock.Silent, 0, "the agent wrote no strategy.json"},
+		{"silent", mock.Silent, 0, "the agent returned no strategy.json"},
 		{"too large", mock.NoFault, 100, "the agent's strategy.json is"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -288,9 +278,8 @@ func TestBadOutputIsNotRetried(t *testing.T) {
 				if len(rejected) != 1 || len(rejected[0].Details["problems"].([]string)) == 0 {
 					t.Errorf("artifact.rejected: %+v", rejected)
 				}
-				report, err := os.ReadFile(filepath.Join(f.ws.Layout.Attempt(c.ID, "synthesize", 1), "validation.txt"))
-				if err != nil || !strings.Contains(string(report), "breaks its contract") {
-					t.Errorf("validation report: %q, %v", report, err)
+				if report := f.stored(c.ID, "synthesize", 1, agentrunner.FileValidation); !strings.Contains(report, "breaks its contract") {
+					t.Errorf("validation report: %q", report)
 				}
 			}
 		})
@@ -564,11 +553,9 @@ func TestArtifactsAreValidatedBytes(t *testing.T) {
 		if hash != artifact.Hash(published) {
 			t.Errorf("%s: published bytes differ from the validated ones", step)
 		}
-		names := files(t, f.ws.Layout.Attempt(c.ID, step, 1))
-		sort.Strings(names)
-		for _, n := range names {
+		for _, n := range files(t, c.Dir) {
 			if strings.Contains(n, ".tmp") {
-				t.Errorf("temporary file %s left in the attempt folder", n)
+				t.Errorf("temporary file %s left in the cycle directory", n)
 			}
 		}
 	}

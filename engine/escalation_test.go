@@ -161,8 +161,7 @@ func TestMaxCycleForcesTheFinalStep(t *testing.T) {
 	if ev := f.eventsOf(EventForced); len(ev) != 1 || ev[0].Details["to"] != "evaluate" {
 		t.Errorf("forced events: %+v", ev)
 	}
-	prompt, _ := os.ReadFile(filepath.Join(f.ws.Layout.Attempt(c.ID, "evaluate", 1), "prompt.md"))
-	if !strings.Contains(string(prompt), "missing: the cycle ran out of time") {
+	if prompt := f.stored(c.ID, "evaluate", 1, agentrunner.FilePrompt); !strings.Contains(prompt, "missing: the cycle ran out of time") {
 		t.Error("the evaluation is not told which inputs are missing")
 	}
 

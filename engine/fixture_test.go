@@ -36,7 +36,10 @@ type fixture struct {
 	// onRun, if set, is called at the start of each mock run.
 	onRun func(inv *agentrunner.Invocation)
 	// skew shifts the time mock agents write into their outputs.
-	skew   time.Duration
+	skew time.Duration
+	// withFiles: the mock agents work with files, as process agents do
+	// (fileAgent), not in memory.
+	withFiles bool
 	events []*agentrunner.Event
 }
 
@@ -130,6 +133,9 @@ func (f *fixture) engineWith(edit func(*Options)) *Engine {
 			f.events = append(f.events, ev)
 			f.mu.Unlock()
 		},
+	}
+	if f.withFiles {
+		opts.Runtimes["mock"] = fileAgent{rt}
 	}
 	if edit != nil {
 		edit(&opts)
@@ -277,4 +283,36 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// stored is the store's copy of a file of attempt n of step in run: its
+// prompt, or why its output was rejected (validation); "" if none.
+func (f *fixture) stored(run, step string, n int, kind agentrunner.FileKind) string {
+	f.t.Helper()
+	files, err := f.store.Files(context.Background(), agentrunner.FileFilter{RunID: run, Step: step, Attempt: n, Kind: kind})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if len(files) == 0 {
+		return ""
+	}
+	return string(files[0].Data)
+}
+
+// fileAgent is an agent that works with files, as a process agent does:
+// it checks its prompt file is there and writes its output into the
+// attempt folder.
+type fileAgent struct{ inner agentrunner.Runtime }
+
+func (a fileAgent) Run(ctx context.Context, inv *agentrunner.Invocation) (*agentrunner.RunResult, error) {
+	if _, err := os.Stat(inv.PromptPath); err != nil {
+		return nil, agentrunner.Fail(agentrunner.ClassCrash, "no prompt: %v", err)
+	}
+	res, err := a.inner.Run(ctx, inv)
+	if err != nil || res.Output == nil {
+		return res, err
+	}
+	out := res.Output
+	res.Output = nil
+	return res, os.WriteFile(inv.OutputPath, out, 0o644)
 }

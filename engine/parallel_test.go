@@ -132,13 +132,7 @@ func TestParallelCycle(t *testing.T) {
 	if next.Status != agentrunner.CycleCompleted {
 		t.Fatalf("second cycle %s: %s", next.Status, next.Error)
 	}
-	prompt := func(step string) string {
-		data, err := os.ReadFile(filepath.Join(f.ws.Layout.Attempt(next.ID, step, 1), "prompt.md"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(data)
-	}
+	prompt := func(step string) string { return f.stored(next.ID, step, 1, agentrunner.FilePrompt) }
 	analysis, synthesis := prompt("analyze"), prompt("synthesize")
 	if !strings.Contains(analysis, filepath.Join(c.Dir, "research.md")) || strings.Contains(analysis, filepath.Join(next.Dir, "research.md")) {
 		t.Errorf("the second analysis should read the first cycle's research, not its own cycle's:\n%s", analysis)

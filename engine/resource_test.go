@@ -87,6 +87,7 @@ func retryBases(t *testing.T, f *fixture, cycleID, step string) []int {
 // completes. The event names the resource and the operation.
 func TestResourceErrorIsRetriedWithoutUsingARetry(t *testing.T) {
 	f := newFixture(t, execsvc.MockOptions{CompletedAfter: 1}, noRetries)
+	f.withFiles = true // the prompt is written for the agent to read
 	faults := &faultScript{script: []string{agent.OpPrompt}}
 	e := f.engineWith(func(o *Options) { o.Faults = faults.fault })
 	c := f.runOnce(e)
@@ -117,6 +118,7 @@ func TestResourceErrorIsRetriedWithoutUsingARetry(t *testing.T) {
 // cycle completes, and the metric counts each by resource.
 func TestResourceErrorsInARowNeverHaltTheLoop(t *testing.T) {
 	f := newFixture(t, execsvc.MockOptions{CompletedAfter: 1}, noRetries)
+	f.withFiles = true // the prompt and the output are files
 	ops := []string{agent.OpMemory, agent.OpMailbox, agent.OpPrompt, agent.OpReadArtifact}
 	faults := &faultScript{script: append([]string(nil), ops...)}
 	m := metrics.New(metrics.Options{})

@@ -54,10 +54,11 @@ func (s *Scheduler) keepFiles(ch *agentrunner.Change, rs *runState, ss *stepStat
 	}
 }
 
-// writeViews writes the views of a committed batch's artifacts; those of
-// a unit the store refused have no id, and no view. A failure loses
-// nothing (the store has the bytes): it is logged, and the view is
-// rewritten when an agent reads it or at the next start.
+// writeViews writes the views of a committed batch's artifacts, in the
+// background when Options.Views is set; those of a unit the store
+// refused have no id, and no view. A failure loses nothing (the store
+// has the bytes): it is logged, and the view is rewritten when an agent
+// reads it or at the next start.
 func (s *Scheduler) writeViews(views []pendingView) {
 	if len(views) > 0 && s.opts.BeforeViews != nil {
 		s.opts.BeforeViews()
@@ -66,9 +67,11 @@ func (s *Scheduler) writeViews(views []pendingView) {
 		if v.file.ID == 0 {
 			continue
 		}
-		if err := view.Write(v.path, v.file); err != nil {
-			s.log.Warn("writing an artifact's view", "run", v.file.RunID, "path", v.path, "error", err)
-		}
+		s.opts.Views.Add(v.path, func() {
+			if err := view.Write(v.path, v.file); err != nil {
+				s.log.Warn("writing an artifact's view", "run", v.file.RunID, "path", v.path, "error", err)
+			}
+		})
 	}
 }
 

@@ -50,7 +50,8 @@ func (s *Scheduler) deposit(ch *agentrunner.Change, ds ...*agentrunner.MailDepos
 }
 
 // syncMailboxes writes the files of the mailboxes a committed batch
-// deposited into, each from the store once, without an fsync. A failure
+// deposited into, each from the store once, without an fsync, in the
+// background when Options.Views is set. A failure
 // loses nothing (the store has the messages): it is logged, and the file
 // is rewritten before its agent reads it, or at the next start. A stop
 // asked for meanwhile does not skip them: the batch is committed.
@@ -61,9 +62,11 @@ func (s *Scheduler) syncMailboxes(ctx context.Context, agents []string) {
 	ctx = context.WithoutCancel(ctx)
 	slices.Sort(agents)
 	for _, agent := range slices.Compact(agents) {
-		if err := s.opts.Mailboxes.Sync(ctx, s.store, agent); err != nil {
-			s.log.Warn("writing a mailbox's file", "agent", agent, "error", err)
-		}
+		s.opts.Views.Add(s.opts.Mailboxes.Path(agent), func() {
+			if err := s.opts.Mailboxes.Sync(ctx, s.store, agent); err != nil {
+				s.log.Warn("writing a mailbox's file", "agent", agent, "error", err)
+			}
+		})
 	}
 }
 

@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/agentrunner/agentrunner/internal/eventlog"
+	"github.com/agentrunner/agentrunner/view"
 	"log/slog"
 	"maps"
 	"slices"
@@ -104,6 +105,11 @@ type Options struct {
 	// the store (and imports into it, from a workspace whose mailboxes
 	// were files before the store kept them).
 	Agents []string
+	// Views, if set, writes the views of committed artifacts and the
+	// mailbox files in the background, off the next step's path; the
+	// step kinds settle a view before they read it. Run writes what is
+	// pending before it returns. Nil: each is written after its commit.
+	Views *view.Writer
 	// BeforeViews, if set, is called after each commit that has views to
 	// write, before they are written. It is for tests, which kill the
 	// process there to show that the store's copies restore the views.
@@ -257,6 +263,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	defer func() {
 		stopWork()
 		s.workers.Wait()
+		s.opts.Views.Flush()
 		s.running.Store(false)
 	}()
 	err := s.loop(ctx, workCtx)

@@ -127,14 +127,16 @@ func Latest(ctx context.Context, store Files, runID, name string) (f *agentrunne
 }
 
 // Read returns a run's artifact, about to be read, as committed: the
-// store's copy, after checking its view in dir and rewriting it when it
-// is missing or differs (repaired is the event that says so, nil if the
-// view was right). A run from before the store kept artifacts is read
-// from its file. nil data: the run has no such artifact, even if a file
-// is there (an attempt's output whose commit a crash lost).
-func Read(ctx context.Context, store Files, runID, dir, name string, now time.Time) (data []byte, repaired *agentrunner.Event, err error) {
-	f, legacy, err := Latest(ctx, store, runID, name)
+// store's copy, after writing its view in dir if views still has it
+// pending, then checking it and rewriting it when it is missing or
+// differs (repaired is the event that says so, nil if the view was
+// right). A run from before the store kept artifacts is read from its
+// file. nil data: the run has no such artifact, even if a file is there
+// (an attempt's output whose commit a crash lost).
+func Read(ctx context.Context, store Files, views *Writer, runID, dir, name string, now time.Time) (data []byte, repaired *agentrunner.Event, err error) {
 	path := filepath.Join(dir, name)
+	views.Settle(path)
+	f, legacy, err := Latest(ctx, store, runID, name)
 	switch {
 	case err != nil:
 		return nil, nil, err

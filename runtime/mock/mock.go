@@ -1,7 +1,9 @@
 // Package mock is the deterministic agent runtime for the demo and tests
-// (FR-093/094): it writes, for any agent, an output that satisfies the
+// (FR-093/094): it returns, for any agent, an output that satisfies the
 // agent's own output template, so it works for every pipeline without
-// canned files. Faults can be injected to exercise recovery.
+// canned files. It works in memory, as a model agent's conversation does:
+// it reads no prompt file and writes no output file. Faults can be
+// injected to exercise recovery.
 package mock
 
 import (
@@ -23,15 +25,15 @@ type Fault string
 
 // The faults a mock agent can act out.
 const (
-	// NoFault: write a valid output.
+	// NoFault: return a valid output.
 	NoFault Fault = ""
-	// Crash: fail as a crashed process would, writing nothing.
+	// Crash: fail as a crashed process would, returning nothing.
 	Crash Fault = "crash"
 	// Hang: do nothing until the attempt's context ends (a timeout).
 	Hang Fault = "hang"
-	// Invalid: write an output that breaks the template.
+	// Invalid: return an output that breaks the template.
 	Invalid Fault = "invalid"
-	// Silent: succeed without writing any output.
+	// Silent: succeed without returning any output.
 	Silent Fault = "silent"
 )
 
@@ -48,7 +50,10 @@ type Runtime struct {
 	opts Options
 }
 
-var _ agentrunner.Runtime = (*Runtime)(nil)
+var _ agentrunner.OutputReturner = (*Runtime)(nil)
+
+// ReturnsOutput marks the mock as working in memory.
+func (r *Runtime) ReturnsOutput() {}
 
 // New returns a mock runtime.
 func New(opts Options) *Runtime {
@@ -58,7 +63,7 @@ func New(opts Options) *Runtime {
 	return &Runtime{opts: opts}
 }
 
-// Run writes the agent's output from its template.
+// Run returns the agent's output, made from its template.
 func (r *Runtime) Run(ctx context.Context, inv *agentrunner.Invocation) (*agentrunner.RunResult, error) {
 	fault := NoFault
 	if r.opts.Fault != nil {
@@ -76,7 +81,7 @@ func (r *Runtime) Run(ctx context.Context, inv *agentrunner.Invocation) (*agentr
 	case Silent:
 		return &agentrunner.RunResult{}, nil
 	case Invalid:
-		return &agentrunner.RunResult{}, os.WriteFile(inv.OutputPath, []byte("not what the template asks for\n"), 0o644)
+		return &agentrunner.RunResult{Output: []byte("not what the template asks for\n")}, nil
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, agentrunner.Fail(agentrunner.ClassInterrupted, "mock agent %s: %v", inv.Agent, err)
@@ -86,10 +91,7 @@ func (r *Runtime) Run(ctx context.Context, inv *agentrunner.Invocation) (*agentr
 		return nil, agentrunner.Fail(agentrunner.ClassConfig, "mock agent %s: read template: %v", inv.Agent, err)
 	}
 	out := Generate(tmpl, filepath.Ext(inv.TemplatePath), inv.CycleID, inv.Agent, r.opts.Now().UTC())
-	if err := os.WriteFile(inv.OutputPath, out, 0o644); err != nil {
-		return nil, agentrunner.Fail(agentrunner.ClassInternal, "mock agent %s: write output: %v", inv.Agent, err)
-	}
-	return &agentrunner.RunResult{}, nil
+	return &agentrunner.RunResult{Output: out}, nil
 }
 
 var comment = regexp.MustCompile(`(?s)<!--.*?-->`)

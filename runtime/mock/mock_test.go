@@ -136,7 +136,7 @@ func TestGenerateFillsMarkdown(t *testing.T) {
 	}
 }
 
-func TestRunWritesAValidOutput(t *testing.T) {
+func TestRunReturnsAValidOutputAndWritesNoFile(t *testing.T) {
 	cfg := exampleConfig(t)
 	rt := mock.New(mock.Options{Now: func() time.Time { return fixedNow }})
 	for _, name := range agentNames(cfg) {
@@ -150,16 +150,17 @@ func TestRunWritesAValidOutput(t *testing.T) {
 			if res == nil || res.ExitCode != nil {
 				t.Errorf("RunResult = %+v, want one without an exit code (no process)", res)
 			}
-			out, err := os.ReadFile(inv.OutputPath)
-			if err != nil {
-				t.Fatalf("no output: %v", err)
+			out := res.Output
+			if out == nil {
+				t.Fatal("no output returned")
 			}
+			assertNoOutput(t, inv)
 			for _, p := range contract(t, cfg, a).Validate(out) {
 				t.Errorf("%s: %s", a.Output.File, p)
 			}
 			tmpl, _ := os.ReadFile(inv.TemplatePath)
 			if want := mock.Generate(tmpl, filepath.Ext(inv.TemplatePath), cycleID, name, fixedNow); !bytes.Equal(out, want) {
-				t.Error("Run wrote something other than Generate's output for the same inputs")
+				t.Error("Run returned something other than Generate's output for the same inputs")
 			}
 		})
 	}
@@ -246,12 +247,13 @@ func TestFaultInvalidBreaksTheContract(t *testing.T) {
 		a := cfg.Agents[name]
 		t.Run(name, func(t *testing.T) {
 			inv := invocation(t, cfg, a)
-			if _, err := mock.New(faultOn(mock.Invalid)).Run(context.Background(), inv); err != nil {
-				t.Fatalf("Run: %v, want the invalid output written without an error", err)
-			}
-			out, err := os.ReadFile(inv.OutputPath)
+			res, err := mock.New(faultOn(mock.Invalid)).Run(context.Background(), inv)
 			if err != nil {
-				t.Fatalf("no output: %v", err)
+				t.Fatalf("Run: %v, want the invalid output returned without an error", err)
+			}
+			out := res.Output
+			if out == nil {
+				t.Fatal("no output returned")
 			}
 			if len(contract(t, cfg, a).Validate(out)) == 0 {
 				t.Errorf("the invalid output %q passes the contract of %s", out, a.Output.File)
@@ -260,11 +262,12 @@ func TestFaultInvalidBreaksTheContract(t *testing.T) {
 	}
 }
 
-func TestFaultSilentWritesNothing(t *testing.T) {
+func TestFaultSilentReturnsNothing(t *testing.T) {
 	cfg := exampleConfig(t)
 	inv := invocation(t, cfg, cfg.Agents["plan"])
-	if _, err := mock.New(faultOn(mock.Silent)).Run(context.Background(), inv); err != nil {
-		t.Errorf("Run: %v, want no error", err)
+	res, err := mock.New(faultOn(mock.Silent)).Run(context.Background(), inv)
+	if err != nil || res.Output != nil {
+		t.Errorf("Run: %q, %v, want no output and no error", res.Output, err)
 	}
 	assertNoOutput(t, inv)
 }
@@ -282,11 +285,12 @@ func TestFaultIsChosenPerInvocation(t *testing.T) {
 		t.Fatalf("attempt 1: %v, want a crash", err)
 	}
 	inv.Attempt = 2
-	if _, err := rt.Run(context.Background(), inv); err != nil {
+	res, err := rt.Run(context.Background(), inv)
+	if err != nil {
 		t.Fatalf("attempt 2: %v, want success", err)
 	}
-	if _, err := os.Stat(inv.OutputPath); err != nil {
-		t.Errorf("attempt 2 wrote no output: %v", err)
+	if res.Output == nil {
+		t.Error("attempt 2 returned no output")
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/agentrunner/agentrunner/config"
 	"github.com/agentrunner/agentrunner/internal/fileop"
 	"github.com/agentrunner/agentrunner/mailbox"
+	"github.com/agentrunner/agentrunner/view"
 	"github.com/agentrunner/agentrunner/workspace"
 )
 
@@ -59,6 +60,9 @@ type Options struct {
 	// Runtimes runs agents, by provider name.
 	Runtimes map[string]agentrunner.Runtime
 	Store    Store
+	// Views, if set, writes views in the background: the kind settles
+	// the views an agent is about to read (view.Writer.Settle).
+	Views *view.Writer
 	// Clock defaults to the system clock.
 	Clock agentrunner.Clock
 	// Logger defaults to discarding.
@@ -135,6 +139,10 @@ type attempt struct {
 	agent *workspace.Agent
 	inv   *agentrunner.Invocation
 	res   *agentrunner.StepResult
+	// inMemory: the agent's runtime is an OutputReturner, so the attempt
+	// makes no file before its commit; returned is what the agent returned.
+	inMemory bool
+	returned []byte
 }
 
 // resolve finds the step's configuration and its agent.
@@ -150,6 +158,7 @@ func (at *attempt) resolve() error {
 	if at.k.opts.Runtimes[a.Provider] == nil {
 		return agentrunner.Fail(agentrunner.ClassConfig, "step %s: agent %s uses provider %q, which has no runtime", s.ID, a.Name, a.Provider)
 	}
+	_, at.inMemory = at.k.opts.Runtimes[a.Provider].(agentrunner.OutputReturner)
 	at.step, at.agent = s, a
 	return nil
 }
@@ -181,6 +190,7 @@ func (at *attempt) run(ctx context.Context) error {
 	}
 	if res != nil {
 		at.res.ExitCode, at.res.Usage = res.ExitCode, res.Usage
+		at.returned = res.Output
 	}
 	if err != nil && errors.Is(runCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil && agentrunner.ClassOf(err) != agentrunner.ClassTimeout {
 		err = agentrunner.Fail(agentrunner.ClassTimeout, "agent timed out after %s: %v", inv.Timeout, err)

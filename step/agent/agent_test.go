@@ -38,8 +38,11 @@ type env struct {
 	boxes *mailbox.Mailboxes
 	clock *clocktest.Clock
 	run   *agentrunner.Run
-	// mock writes a valid artifact of the invocation's template.
-	mock *mock.Runtime
+	// mock returns a valid artifact of the invocation's template, in
+	// memory; files is the same agent working with files, as a process
+	// agent does: it writes its output into the attempt folder.
+	mock  *mock.Runtime
+	files agentrunner.Runtime
 }
 
 func newEnv(t *testing.T) *env {
@@ -68,6 +71,18 @@ func newEnv(t *testing.T) *env {
 	os.MkdirAll(e.run.Dir, 0o755)
 	os.WriteFile(filepath.Join(e.run.Dir, "plan.md"), []byte("# Plan\n"), 0o644)
 	e.mock = mock.New(mock.Options{Now: e.clock.Now})
+	e.files = agentFunc(func(ctx context.Context, inv *agentrunner.Invocation) (*agentrunner.RunResult, error) {
+		if _, err := os.Stat(inv.PromptPath); err != nil {
+			return nil, err
+		}
+		res, err := e.mock.Run(ctx, inv)
+		if err != nil {
+			return res, err
+		}
+		out := res.Output
+		res.Output = nil
+		return res, os.WriteFile(inv.OutputPath, out, 0o644)
+	})
 	return e
 }
 
@@ -158,7 +173,7 @@ func TestRun(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t)
-			var rt agentrunner.Runtime = e.mock
+			rt := e.files
 			if tt.rt != nil {
 				rt = tt.rt
 			}
@@ -257,7 +272,7 @@ func TestFaults(t *testing.T) {
 				}
 				return nil
 			}
-			_, err := e.kind(t, e.mock, faults).Run(context.Background(), e.attempt(t))
+			_, err := e.kind(t, e.files, faults).Run(context.Background(), e.attempt(t))
 			if agentrunner.ClassOf(err) != agentrunner.ClassResource {
 				t.Fatalf("error %v (class %s), want a resource failure", err, agentrunner.ClassOf(err))
 			}

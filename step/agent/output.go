@@ -26,9 +26,13 @@ func (at *attempt) accept() ([]byte, []artifact.Span, error) {
 	return data, spans, at.publish(data)
 }
 
-// read reads the artifact the agent wrote, up to output.max_bytes.
+// read takes the artifact the agent returned, or reads the one it wrote,
+// up to output.max_bytes.
 func (at *attempt) read() ([]byte, error) {
 	file, path := at.agent.Output.File, at.inv.OutputPath
+	if at.inMemory || at.returned != nil {
+		return at.take()
+	}
 	var data []byte
 	err := at.k.fileOp(OpReadArtifact, func() (err error) {
 		data, err = atomicfile.ReadFileLimit(path, int64(at.agent.Output.MaxBytes))
@@ -42,6 +46,19 @@ func (at *attempt) read() ([]byte, error) {
 	}
 	if err != nil {
 		return nil, agentrunner.Fail(agentrunner.ClassInvalidOutput, "the agent wrote no %s (expected at %s)", file, path)
+	}
+	return data, nil
+}
+
+// take takes the artifact an agent working in memory returned, within
+// output.max_bytes.
+func (at *attempt) take() ([]byte, error) {
+	file, data, limit := at.agent.Output.File, at.returned, at.agent.Output.MaxBytes
+	switch {
+	case data == nil:
+		return nil, agentrunner.Fail(agentrunner.ClassInvalidOutput, "the agent returned no %s", file)
+	case limit > 0 && len(data) > limit:
+		return nil, agentrunner.Fail(agentrunner.ClassInvalidOutput, "the agent's %s is %d bytes, over output.max_bytes (%d)", file, len(data), limit)
 	}
 	return data, nil
 }
@@ -70,7 +87,9 @@ func (at *attempt) reject(err error) {
 		}
 	}
 	report := []byte(err.Error() + "\n")
-	_ = os.WriteFile(filepath.Join(at.sa.Dir, validationFile), report, 0o644) // its view, for the operator
+	if !at.inMemory {
+		_ = os.WriteFile(filepath.Join(at.sa.Dir, validationFile), report, 0o644) // its view, for the operator
+	}
 	at.keep(agentrunner.FileValidation, validationFile, report)
 	at.event(at.step, agentrunner.EventArtifactRejected, agentrunner.LevelWarn, map[string]any{
 		"artifact": at.agent.Output.File, "problems": problems,
@@ -85,7 +104,10 @@ func (at *attempt) publish(data []byte) error {
 	file := at.agent.Output.File
 	dst := filepath.Join(at.sa.RunDir, file)
 	at.res.Output, at.res.Path = data, dst
-	at.keep(agentrunner.FileArtifact, file, data).From = at.inv.OutputPath
+	f := at.keep(agentrunner.FileArtifact, file, data)
+	if !at.inMemory && at.returned == nil {
+		f.From = at.inv.OutputPath // moved into place: no new file
+	}
 	at.event(at.step, agentrunner.EventArtifactAccepted, agentrunner.LevelInfo, map[string]any{
 		"artifact": file, "path": dst, "bytes": len(data), "sha256": artifact.Hash(data),
 	})

@@ -23,7 +23,7 @@ const maxInline = 256 << 10
 // prepare builds the attempt's invocation: inputs, token budget, MCP
 // configuration and prompt, which it writes into the attempt folder.
 func (at *attempt) prepare(ctx context.Context) error {
-	if err := attemptFolder(at.sa.Dir); err != nil {
+	if err := at.attemptFolder(); err != nil {
 		return agentrunner.Fail(agentrunner.ClassInternal, "create attempt folder: %w", err)
 	}
 	inputs, err := at.inputs(ctx)
@@ -51,6 +51,7 @@ func (at *attempt) prepare(ctx context.Context) error {
 // EventViewRepaired, so an agent never reads a stale mailbox.
 func (at *attempt) checkMailbox(ctx context.Context) error {
 	k, agent := at.k, at.agent.Name
+	k.opts.Views.Settle(k.opts.Mailboxes.Path(agent)) // a write still pending is no repair
 	var reason string
 	err := k.fileOp(OpMailbox, func() (err error) {
 		reason, err = k.opts.Mailboxes.Check(ctx, k.opts.Store, agent)
@@ -160,12 +161,17 @@ func (at *attempt) mcpConfig() error {
 	return nil
 }
 
-// writePrompt writes the prompt for the agent to read, without an fsync,
-// and keeps it for the store, so an operator can read exactly what the
-// agent saw; it clears the output path of anything an earlier run of
-// the same attempt folder left there.
+// writePrompt keeps the prompt for the store, so an operator can read
+// exactly what the agent saw, and unless the agent takes it from memory
+// writes it for the agent to read, without an fsync, and clears the
+// output path of anything an earlier run of the same attempt folder left
+// there.
 func (at *attempt) writePrompt() error {
 	inv := at.inv
+	if at.inMemory {
+		at.keep(agentrunner.FilePrompt, filepath.Base(inv.PromptPath), []byte(inv.Prompt))
+		return nil
+	}
 	err := at.k.fileOp(OpPrompt, func() error { return atomicfile.Write(inv.PromptPath, []byte(inv.Prompt), 0o644) })
 	if err != nil {
 		return agentrunner.Fail(agentrunner.ClassInternal, "write prompt: %w", err)
@@ -258,8 +264,13 @@ func (k *Kind) reportChildToolCalls(ctx context.Context, run *agentrunner.Run, s
 
 // attemptFolder makes an attempt's folder, whose parent (the run's folder
 // of attempts) exists but for the run's first attempt: one system call in
-// the common case.
-func attemptFolder(dir string) error {
+// the common case. An agent that works in memory gets none: its runtime
+// makes it if it keeps files there (a model agent's exchanges).
+func (at *attempt) attemptFolder() error {
+	if at.inMemory {
+		return nil
+	}
+	dir := at.sa.Dir
 	err := os.Mkdir(dir, 0o755)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):

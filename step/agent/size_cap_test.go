@@ -64,7 +64,7 @@ func TestOutputSizeCap(t *testing.T) {
 // bytes.
 func padded(e *env, size int) agentrunner.Runtime {
 	return agentFunc(func(ctx context.Context, inv *agentrunner.Invocation) (*agentrunner.RunResult, error) {
-		res, err := e.mock.Run(ctx, inv)
+		res, err := e.files.Run(ctx, inv)
 		if err != nil {
 			return res, err
 		}

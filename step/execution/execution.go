@@ -97,6 +97,9 @@ type Options struct {
 	// as note, to the result: committed with the step's outcome, with
 	// their events.
 	Deliver func(res *agentrunner.StepResult, run *agentrunner.Run, step *config.Step, data []byte, note string) error
+	// Views, if set, writes views in the background: the kind settles
+	// the strategy's view before it reads it (view.Writer.Settle).
+	Views *view.Writer
 }
 
 // Kind runs the attempts of execution steps.
@@ -169,7 +172,7 @@ func (k *Kind) Run(ctx context.Context, a *agentrunner.StepAttempt) (*agentrunne
 // file in the run directory if it went stale (the repair's event goes
 // into res).
 func (k *Kind) submission(ctx context.Context, runDir, runID string, step *config.Step, res *agentrunner.StepResult) (execsvc.Submission, error) {
-	data, repaired, err := view.Read(ctx, k.opts.Store, runID, runDir, step.Artifact, k.clock.Now())
+	data, repaired, err := view.Read(ctx, k.opts.Store, k.opts.Views, runID, runDir, step.Artifact, k.clock.Now())
 	if repaired != nil {
 		res.Events = append(res.Events, repaired)
 	}
