@@ -40,7 +40,7 @@ type fixture struct {
 	// withFiles: the mock agents work with files, as process agents do
 	// (fileAgent), not in memory.
 	withFiles bool
-	events []*agentrunner.Event
+	events    []*agentrunner.Event
 }
 
 func writeExample(t *testing.T, dir string) {
