@@ -66,7 +66,7 @@ const (
 	// it sets no indexed column, so it touches no index (the runs' are on
 	// their status), unlike the upsert.
 	sqlMoveRun = `UPDATE runs SET step = ?, last_completed_step = ?
-		WHERE id = ? AND pipeline = ? AND status = ? AND ended_at = ? AND error = ?`
+		WHERE id = ? AND pipeline = ? AND status = ? AND ended_at IS ? AND error = ?`
 	// sqlUpsertStepRuns takes its VALUES rows where %s is.
 	sqlUpsertStepRuns = `
 		INSERT INTO step_runs (run_id, step, visit, status, from_key, arrived, label, output,
