@@ -63,7 +63,13 @@ each step as it happens. Nothing leaves this machine.`,
 				return err
 			}
 			fmt.Fprintf(out, "mailboxes:  %s\n", r.ws.Layout.Mailboxes())
-			fmt.Fprintf(out, "attempts:   %s\n", filepath.Dir(r.ws.Layout.Attempt(c.ID, "x", 1)))
+			// Mock agents work in memory: their prompts are in the store,
+			// not in attempt folders.
+			db := r.ws.Config.State.Path
+			if !filepath.IsAbs(db) {
+				db = filepath.Join(r.ws.Config.Dir, db)
+			}
+			fmt.Fprintf(out, "prompts:    in %s (with serve running: agentrunner attempt %s research 1)\n", db, c.ID)
 			fmt.Fprintf(out, "the mock Execution Service received %d strategy(ies) in %d request(s)\n", len(es.Strategies()), len(es.Requests()))
 			fmt.Fprintf(out, "next: agentrunner status -c %s\n", filepath.Join(dir, config.FileName))
 			return nil
