@@ -51,6 +51,13 @@ func (s *Store) Files(ctx context.Context, f agentrunner.FileFilter) ([]*agentru
 	if f.RunID == "" {
 		return nil, agentrunner.Errorf(agentrunner.EINVALID, "listing stored files needs a run")
 	}
+	q, args := filesQuery(f)
+	return queryAll(ctx, s.read, scanFile, q, args...)
+}
+
+// filesQuery is the query of Files: a run's files by files_by_run, of a
+// kind and name, or of an attempt among those of the run and kind.
+func filesQuery(f agentrunner.FileFilter) (string, []any) {
 	cols := sqlFileColumns + ", data"
 	if f.NoData {
 		cols = sqlFileColumns + ", NULL"
@@ -71,8 +78,7 @@ func (s *Store) Files(ctx context.Context, f agentrunner.FileFilter) ([]*agentru
 	if f.Latest {
 		where = append(where, "id = (SELECT MAX(id) FROM files AS newer WHERE newer.run_id = files.run_id AND newer.kind = files.kind AND newer.name = files.name)")
 	}
-	q := fmt.Sprintf("SELECT %s FROM files WHERE %s ORDER BY id", cols, strings.Join(where, " AND "))
-	return queryAll(ctx, s.read, scanFile, q, args...)
+	return fmt.Sprintf("SELECT %s FROM files WHERE %s ORDER BY id", cols, strings.Join(where, " AND ")), args
 }
 
 // sqlPruneFiles deletes stored files of some kinds older than a time;

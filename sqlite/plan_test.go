@@ -102,19 +102,32 @@ func TestReadsUseIndexes(t *testing.T) {
 		// A run's step runs, a handful, are sorted into the order they
 		// were opened.
 		{"step runs of a run", agentrunner.StepRunFilter{RunID: "review-000001"}, []string{"INDEX sqlite_autoindex_step_runs_1 (run_id=?)"}, []string{"USE TEMP B-TREE FOR ORDER BY"}},
-		{"open step runs", agentrunner.StepRunFilter{Status: agentrunner.StepRunOpen, Limit: 100}, []string{"INDEX step_runs_status (status=?)"}, nil},
+		{"open step runs", agentrunner.StepRunFilter{Status: agentrunner.StepRunOpen, Limit: 100}, []string{"INDEX step_runs_unfinished (status=?)"}, nil},
 		{"waiting step runs of a run", agentrunner.StepRunFilter{RunID: "review-000001", Status: agentrunner.StepRunWaiting}, []string{"INDEX "}, []string{"USE TEMP B-TREE FOR ORDER BY"}},
 	} {
 		q, args := stepRunsQuery(tt.f)
 		qs = append(qs, query{tt.name, q, args, tt.use, tt.allow})
 	}
+	for _, tt := range []struct {
+		name  string
+		f     agentrunner.FileFilter
+		allow []string
+	}{
+		{"the current artifact of a run", agentrunner.FileFilter{RunID: "review-000001", Kind: agentrunner.FileArtifact, Name: "review.md", Latest: true}, nil},
+		// The prompts of a run, a few per step, are sorted.
+		{"the prompt of an attempt", agentrunner.FileFilter{RunID: "review-000001", Step: "review", Attempt: 2, Kind: agentrunner.FilePrompt},
+			[]string{"USE TEMP B-TREE FOR ORDER BY"}},
+	} {
+		q, args := filesQuery(tt.f)
+		qs = append(qs, query{tt.name, q, args, []string{"INDEX files_by_run (run_id=? AND kind=?"}, tt.allow})
+	}
 	qs = append(qs,
 		// GET /api/status's counts read the runs in flight's index alone,
 		// in its order (no sort for the grouping), and the waiting gates'
-		// entries of step_runs_status.
+		// entries of step_runs_unfinished.
 		query{"unfinished run counts", sqlRunCounts, nil, []string{"SCAN runs USING COVERING INDEX runs_unfinished_counts"},
 			[]string{"SCAN runs USING COVERING INDEX runs_unfinished_counts"}},
-		query{"waiting gate count", sqlWaitingGates, nil, []string{"SEARCH step_runs USING COVERING INDEX step_runs_status (status=?)"}, nil},
+		query{"waiting gate count", sqlWaitingGates, nil, []string{"SEARCH step_runs USING COVERING INDEX step_runs_unfinished (status=?)"}, nil},
 		query{"audit page", `SELECT ` + commandColumns + ` FROM commands ` + sqlCommandsPage, []any{100, 20}, []string{"INTEGER PRIMARY KEY (rowid<?)"}, nil},
 		query{"tool usage of all time", sqlToolTotals, nil, []string{"SCAN tool_usage_totals"}, nil},
 		query{"tool usage since", sqlToolHours, []any{"2026-11-22T14"}, []string{"PRIMARY KEY (hour>?)"}, nil},
