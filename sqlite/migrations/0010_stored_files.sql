@@ -11,7 +11,8 @@ CREATE TABLE files (
     step       TEXT NOT NULL,
     visit      INTEGER NOT NULL CHECK (visit >= 1),
     attempt    INTEGER NOT NULL CHECK (attempt >= 1),
-    kind       TEXT NOT NULL CHECK (kind IN ('artifact', 'prompt', 'validation')),
+    -- A chain of comparisons, not IN (...): see 0005.
+    kind       TEXT NOT NULL CHECK (kind = 'artifact' OR kind = 'prompt' OR kind = 'validation'),
     name       TEXT NOT NULL CHECK (name <> ''),
     sha256     TEXT NOT NULL,
     size       INTEGER NOT NULL,
@@ -20,8 +21,10 @@ CREATE TABLE files (
     -- overflow pages of a large artifact.
     data       BLOB NOT NULL
 );
+-- Also the files of an attempt (an operator reading the prompt it saw):
+-- the run and the kind, then a few per step. A second index of every
+-- file would cost each step's commit one more page.
 CREATE INDEX files_by_run ON files (run_id, kind, name, id);
-CREATE INDEX files_by_attempt ON files (run_id, step, attempt, kind);
 
 -- At start the runner checks the views of the runs that ended last (a
 -- crash may have lost them): found by their end, not by a scan.

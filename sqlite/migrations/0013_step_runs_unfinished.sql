@@ -9,8 +9,3 @@
 DROP INDEX step_runs_status;
 CREATE INDEX step_runs_unfinished ON step_runs (status) WHERE status <> 'succeeded';
 
--- A run's stored files by attempt (an operator reading the prompt an
--- attempt saw) are found by files_by_run: the run and the kind, then its
--- prompts, a few per step. A second index of every file cost each step's
--- commit one more page.
-DROP INDEX files_by_attempt;
