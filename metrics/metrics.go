@@ -48,6 +48,8 @@ const (
 	eventRunAborted   = "run.aborted"
 	eventRunHalted    = "run.halted"
 	eventGateDecided  = "gate.decided"
+	// eventSignal is the agent step kind's agent.EventSignal.
+	eventSignal = "signal.received"
 )
 
 // DefaultBacklogTimeout bounds how long a scrape waits for the outbox
@@ -113,6 +115,8 @@ type Metrics struct {
 	runs          *prometheus.CounterVec
 	transitions   *prometheus.CounterVec
 	gateDecisions *prometheus.CounterVec
+	signals       *prometheus.CounterVec
+	confidence    *prometheus.HistogramVec
 	// lastBackup has no labels; a vector so that it is absent until the
 	// first backup, rather than a misleading 0.
 	lastBackup *prometheus.GaugeVec
@@ -185,6 +189,15 @@ func New(opts Options) *Metrics {
 		Name: "agentrunner_gate_decisions_total",
 		Help: "Decisions on gates of runs, by the run's pipeline and action (approve, reject, route).",
 	}, []string{"run_pipeline", "action"})
+	m.signals = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "agentrunner_signals_total",
+		Help: "SIGNAL BLOCKs of steps that route on them (spec 2), by the agent that signed them and their risk (low, medium, high).",
+	}, []string{"agent", "risk"})
+	m.confidence = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "agentrunner_signal_confidence",
+		Help:    "The Confidence (1 to 5) of SIGNAL BLOCKs, by the agent that signed them.",
+		Buckets: []float64{1, 2, 3, 4, 5},
+	}, []string{"agent"})
 	var own prometheus.Registerer = m.reg
 	if opts.Pipeline != "" {
 		// A label value must be UTF-8, or registration fails.
@@ -193,7 +206,7 @@ func New(opts Options) *Metrics {
 	m.own = own
 	own.MustRegister(m.cycles, m.cycleDuration, m.stepOutcomes, m.stepDuration, m.tokens,
 		m.retries, m.toolCalls, m.toolDuration, m.escalations, m.resources, m.backups, m.lastBackup,
-		m.runs, m.transitions, m.gateDecisions)
+		m.runs, m.transitions, m.gateDecisions, m.signals, m.confidence)
 	if opts.Tools != nil || opts.OutboxBacklog != nil || opts.WaitingGates != nil {
 		own.MustRegister(newStateCollector(opts))
 	}
@@ -248,6 +261,8 @@ func (m *Metrics) Observe(ev *agentrunner.Event) {
 			action, _ := d["action"].(string)
 			m.gateDecisions.WithLabelValues(p, m.labels.value("action", action, names)).Inc()
 		}
+	case eventSignal:
+		m.signal(ev)
 	case agentrunner.EventRetryScheduled:
 		m.retries.WithLabelValues(m.step(ev), m.agent(ev)).Inc()
 	case tool.EventToolCall:
@@ -333,6 +348,16 @@ func (m *Metrics) runPipeline(d map[string]any) (string, bool) {
 
 func (m *Metrics) step(ev *agentrunner.Event) string {
 	return m.labels.value("step", ev.Step, names)
+}
+
+// signal counts a SIGNAL BLOCK by its agent and risk, and its confidence.
+func (m *Metrics) signal(ev *agentrunner.Event) {
+	risk, _ := ev.Details["risk"].(string)
+	agent := m.agent(ev)
+	m.signals.WithLabelValues(agent, m.labels.value("risk", risk, names)).Inc()
+	if c, ok := count(ev.Details["confidence"]); ok {
+		m.confidence.WithLabelValues(agent).Observe(c)
+	}
 }
 
 func (m *Metrics) agent(ev *agentrunner.Event) string {

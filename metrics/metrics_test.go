@@ -771,3 +771,40 @@ func TestWaitingGates(t *testing.T) {
 		t.Errorf("a failed read (-want +got):\n%s", diff)
 	}
 }
+
+// TestObserveSignals: each SIGNAL BLOCK counts by its agent and risk, and
+// its confidence goes into the agent's histogram, whether the event comes
+// from this process (an int) or from the store (a float).
+func TestObserveSignals(t *testing.T) {
+	m := New(Options{})
+	for _, s := range []struct {
+		agent, risk string
+		confidence  any
+	}{{"comparator", "low", 4}, {"comparator", "high", 2.0}, {"verifier", "low", 5}} {
+		m.Observe(&agentrunner.Event{Type: "signal.received", Agent: s.agent, Level: agentrunner.LevelInfo,
+			Details: map[string]any{"agent": s.agent, "risk": s.risk, "confidence": s.confidence, "next": "STOP"}})
+	}
+	got := map[string]float64{}
+	for k, v := range snapshot(t, m.Registry()) {
+		if strings.HasPrefix(k, "agentrunner_signal") {
+			got[k] = v
+		}
+	}
+	want := map[string]float64{
+		`agentrunner_signals_total{agent="comparator",risk="low"}`:  1,
+		`agentrunner_signals_total{agent="comparator",risk="high"}`: 1,
+		`agentrunner_signals_total{agent="verifier",risk="low"}`:    1,
+		`agentrunner_signal_confidence_count{agent="comparator"}`:   2,
+		`agentrunner_signal_confidence_sum{agent="comparator"}`:     6,
+		`agentrunner_signal_confidence_count{agent="verifier"}`:     1,
+		`agentrunner_signal_confidence_sum{agent="verifier"}`:       5,
+	}
+	for k := range got {
+		if strings.Contains(k, "_bucket") {
+			delete(got, k)
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("signal metrics (-want +got):\n%s", diff)
+	}
+}

@@ -37,6 +37,15 @@ func FuzzParseSignal(f *testing.F) {
 			return
 		}
 		checkSignal(t, s)
+		// The contract's check takes any parsed block without a panic,
+		// and passes it or fails it as invalid output.
+		err = s.Check(SignalContract{Agent: "comparator", Cycle: "2025-11-08-001", Next: []string{"diagnoser"}})
+		if c := agentrunner.ClassOf(err); err != nil && c != agentrunner.ClassInvalidOutput {
+			t.Fatalf("Check: error of class %s, want invalid_output: %v", c, err)
+		}
+		if err == nil && (s.Confidence() < 1 || s.Confidence() > 5) {
+			t.Fatalf("Check passed a block whose confidence is %d", s.Confidence())
+		}
 		again, err := ParseSignal([]byte(render(s)))
 		if err != nil {
 			t.Fatalf("ParseSignal of %q, written out from %+v: %v", render(s), s, err)

@@ -19,6 +19,9 @@ func (at *attempt) accept() ([]byte, []artifact.Span, error) {
 		return nil, nil, err
 	}
 	spans, err := check(at.agent.Contract, at.agent.Output.File, data)
+	if err == nil {
+		err = at.checkSignal(data)
+	}
 	if err != nil {
 		at.reject(err)
 		return nil, nil, agentrunner.Fail(agentrunner.ClassInvalidOutput, "%v", err)
