@@ -91,8 +91,21 @@ type StepRun struct {
 	EndedAt  *time.Time `json:"ended_at"`
 	Error    string     `json:"error,omitempty"`
 	Decision *Decision  `json:"decision,omitempty"`
+	// Signal is its SIGNAL BLOCK, for a step that routes on one.
+	Signal *Signal `json:"signal,omitempty"`
 	// Attempts summarises its attempts in the order they were made.
 	Attempts []AttemptSummary `json:"attempts"`
+}
+
+// Signal is the SIGNAL BLOCK a step run's agent ended its output with
+// (spec 2), as the agent step kind checked and recorded it.
+type Signal struct {
+	Agent      string `json:"agent"`
+	Cycle      string `json:"cycle"`
+	Step       string `json:"step"`
+	Confidence int    `json:"confidence"`
+	Risk       string `json:"risk"`
+	Next       string `json:"next"`
 }
 
 // AttemptSummary is one attempt of a step run in a few fields; GET
@@ -282,6 +295,10 @@ func (s *Server) stepRuns(ctx context.Context, runID string, status agentrunner.
 	if err != nil {
 		return nil, err
 	}
+	signals, err := s.signals(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
 	byKey := map[string][]AttemptSummary{}
 	for _, a := range atts {
 		key := agentrunner.StepRunKey(a.Step, max(a.Visit, 1))
@@ -290,11 +307,31 @@ func (s *Server) stepRuns(ctx context.Context, runID string, status agentrunner.
 	out := []StepRun{}
 	for _, sr := range srs {
 		v := StepRun{Step: sr.Step, Visit: sr.Visit, Status: sr.Status, From: sr.From, Label: sr.Label, Output: sr.Output,
-			OpenedAt: sr.OpenedAt, EndedAt: timePtr(sr.EndedAt), Error: sr.Error, Attempts: orEmpty(byKey[sr.Key()])}
+			OpenedAt: sr.OpenedAt, EndedAt: timePtr(sr.EndedAt), Error: sr.Error, Signal: signals[sr.Key()], Attempts: orEmpty(byKey[sr.Key()])}
 		if d := sr.Decision; d != nil {
 			v.Decision = &Decision{Action: d.Action, To: d.To, Comment: d.Comment, Operator: d.Operator, DecidedAt: d.DecidedAt}
 		}
 		out = append(out, v)
+	}
+	return out, nil
+}
+
+// eventSignal is the agent step kind's agent.EventSignal.
+const eventSignal = "signal.received"
+
+// signals are a run's recorded SIGNAL BLOCKs by step run ("step#visit").
+func (s *Server) signals(ctx context.Context, runID string) (map[string]*Signal, error) {
+	evs, err := s.store.Events(ctx, agentrunner.EventFilter{CycleID: runID, Type: eventSignal})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*Signal{}
+	for _, ev := range evs {
+		d := ev.Details
+		str := func(k string) string { v, _ := d[k].(string); return v }
+		num := func(k string) int { v, _ := d[k].(float64); return int(v) }
+		out[agentrunner.StepRunKey(ev.Step, max(num("visit"), 1))] = &Signal{Agent: str("agent"), Cycle: str("cycle"), Step: str("step"),
+			Confidence: num("confidence"), Risk: str("risk"), Next: str("next")}
 	}
 	return out, nil
 }

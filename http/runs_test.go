@@ -1,6 +1,7 @@
 package http_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -588,5 +589,28 @@ func TestAWorkspaceOfGraphsOnlyHasNoCycles(t *testing.T) {
 	}
 	if cs := w.want(200, "GET", "/api/cycles", viewerKey, "")["cycles"].([]any); len(cs) != 0 {
 		t.Errorf("cycles lists the graph's runs: %v", cs)
+	}
+}
+
+// TestAStepRunShowsItsSignal: the SIGNAL BLOCK the agent step kind
+// recorded for a step run (a signal.received event) is shown with that
+// step run, and with no other.
+func TestAStepRunShowsItsSignal(t *testing.T) {
+	w := newRunsWorld(t, &runtest.HoldKind{Hold: runtest.HeldInputs}, nil, runtest.LoadPipeline(0))
+	id := w.start("load", "")
+	w.waitStatus(id, agentrunner.RunCompleted)
+	ev := &agentrunner.Event{Timestamp: time.Now(), Type: "signal.received", CycleID: id, Step: "b", Level: agentrunner.LevelInfo,
+		Details: map[string]any{"agent": "comparator", "cycle": id, "step": "COMPARE", "confidence": 4, "risk": "medium", "next": "STOP", "visit": 1}}
+	if err := w.store.Apply(context.Background(), &agentrunner.Change{Events: []*agentrunner.Event{ev}}); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]any{}
+	for _, s := range w.want(200, "GET", "/api/runs/"+id+"/steps", viewerKey, "")["steps"].([]any) {
+		st := s.(map[string]any)
+		got[st["step"].(string)] = st["signal"]
+	}
+	want := map[string]any{"a": nil, "b": map[string]any{"agent": "comparator", "cycle": id, "step": "COMPARE", "confidence": float64(4), "risk": "medium", "next": "STOP"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("signals of the step runs (-want +got):\n%s", diff)
 	}
 }

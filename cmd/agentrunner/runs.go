@@ -211,8 +211,12 @@ func attemptsCell(as []arhttp.AttemptSummary) string {
 	return strings.Join(parts, " ")
 }
 
-// stepDetail is a step run's error, or its gate's decision.
+// stepDetail is a step run's error, its gate's decision, or its SIGNAL
+// BLOCK.
 func stepDetail(sr arhttp.StepRun) string {
+	if g := sr.Signal; g != nil && sr.Error == "" {
+		return fmt.Sprintf("signal %s: confidence %d, risk %s, next %s", g.Step, g.Confidence, g.Risk, g.Next)
+	}
 	if d := sr.Decision; d != nil {
 		s := fmt.Sprintf("%s by %s", d.Action, d.Operator)
 		if d.To != "" {

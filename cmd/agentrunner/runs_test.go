@@ -353,3 +353,19 @@ func eventuallyOut(t *testing.T, serveErr *syncbuf.Buffer, f func() (string, boo
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestRunStatusShowsASignal: run-status shows the SIGNAL BLOCK recorded
+// for a step run in its DETAIL column.
+func TestRunStatusShowsASignal(t *testing.T) {
+	f := newRunsFixture(t)
+	out, _ := f.cli(t, exitOK, "start", "load")
+	id := strings.TrimSpace(out)
+	f.waitRun(t, id, agentrunner.RunCompleted)
+	ev := &agentrunner.Event{Timestamp: time.Now(), Type: "signal.received", CycleID: id, Step: "a", Level: agentrunner.LevelInfo,
+		Details: map[string]any{"agent": "comparator", "cycle": id, "step": "COMPARE", "confidence": 4, "risk": "medium", "next": "STOP", "visit": 1}}
+	if err := f.store.Apply(t.Context(), &agentrunner.Change{Events: []*agentrunner.Event{ev}}); err != nil {
+		t.Fatal(err)
+	}
+	out, _ = f.cli(t, exitOK, "run-status", id)
+	matchLines(t, "run-status", out, `a\s+1\s+succeeded\s+-\s+1:succeeded\s+\S+\s+signal COMPARE: confidence 4, risk medium, next STOP`)
+}

@@ -7,8 +7,8 @@ import (
 
 // EventSignal records the SIGNAL BLOCK of an agent step that routes on
 // one (spec 2), committed with its success (details: agent, cycle, step,
-// confidence, risk, next), so the API, the CLI and the metrics see each
-// hand-off.
+// confidence, risk, next, and the step run's visit), so the API, the CLI
+// and the metrics see each hand-off.
 const EventSignal = "signal.received"
 
 // checkSignal holds the output of a step that routes on its SIGNAL BLOCK
@@ -31,6 +31,7 @@ func (at *attempt) checkSignal(data []byte) error {
 	cycle, _ := s.Get("Cycle")
 	at.event(at.step, EventSignal, agentrunner.LevelInfo, map[string]any{
 		"agent": s.Agent, "cycle": cycle, "step": step, "confidence": s.Confidence(), "risk": s.Risk(), "next": s.Next,
+		"visit": at.visit(),
 	})
 	return nil
 }
@@ -46,4 +47,12 @@ func routeLabels(routes []agentrunner.Route) []string {
 		labels = append(labels, r.When)
 	}
 	return labels
+}
+
+// visit is the how-manieth visit of its step the attempt belongs to.
+func (at *attempt) visit() int {
+	if sr := at.sa.StepRun; sr != nil {
+		return sr.Visit
+	}
+	return max(at.sa.Attempt.Visit, 1)
 }

@@ -33,9 +33,9 @@ func TestASignalRoutedStepChecksItsBlock(t *testing.T) {
 		want                  map[string]any
 	}{
 		{name: "valid", status: "Agent=research | Cycle=" + cycle + " | Step=RESEARCH | Confidence=4 | Risk=Medium | Next=analysis",
-			want: map[string]any{"agent": "research", "cycle": cycle, "step": "RESEARCH", "confidence": 4, "risk": "medium", "next": "analysis"}},
+			want: map[string]any{"agent": "research", "cycle": cycle, "step": "RESEARCH", "confidence": 4, "risk": "medium", "next": "analysis", "visit": 1}},
 		{name: "stop", status: "Agent=research | Cycle=" + cycle + " | Step=RESEARCH | Confidence=5 | Risk=low | Next=STOP",
-			want: map[string]any{"agent": "research", "cycle": cycle, "step": "RESEARCH", "confidence": 5, "risk": "low", "next": "STOP"}},
+			want: map[string]any{"agent": "research", "cycle": cycle, "step": "RESEARCH", "confidence": 5, "risk": "low", "next": "STOP", "visit": 1}},
 		{name: "another cycle's", status: "Agent=research | Cycle=2025-11-08-001 | Step=RESEARCH | Confidence=4 | Risk=low | Next=analysis", inError: "Cycle is"},
 		{name: "signed by another agent", status: "Agent=plan | Cycle=" + cycle + " | Step=RESEARCH | Confidence=4 | Risk=low | Next=analysis", inError: "Agent is"},
 		{name: "a role it cannot go to", status: "Agent=research | Cycle=" + cycle + " | Step=RESEARCH | Confidence=4 | Risk=low | Next=plan", inError: "Next is"},
