@@ -33,7 +33,7 @@ var migrations embed.FS
 type Store struct {
 	write   *sql.DB
 	w       writer
-	read    *sql.DB
+	read    *reads
 	commits atomic.Int64
 }
 
@@ -109,7 +109,7 @@ func openAt(ctx context.Context, path string, d depth) (*Store, error) {
 		return nil, fmt.Errorf("open state database %s: %w", path, err)
 	}
 	read.SetMaxOpenConns(4)
-	s.read = read
+	s.read = newReads(read)
 	return s, nil
 }
 
