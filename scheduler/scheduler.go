@@ -23,8 +23,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/agentrunner/agentrunner/internal/eventlog"
-	"github.com/agentrunner/agentrunner/view"
 	"log/slog"
 	"maps"
 	"slices"
@@ -33,8 +31,10 @@ import (
 	"time"
 
 	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/internal/eventlog"
 	"github.com/agentrunner/agentrunner/mailbox"
 	"github.com/agentrunner/agentrunner/route"
+	"github.com/agentrunner/agentrunner/view"
 	"github.com/agentrunner/agentrunner/webhook"
 )
 
