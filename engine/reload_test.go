@@ -75,7 +75,16 @@ func TestReloadTakesPromptsAndSchedule(t *testing.T) {
 // artifact follows the new one.
 func TestReloadTakesAContract(t *testing.T) {
 	f := newFixture(t, execsvc.MockOptions{}, nil)
-	e := f.engine()
+	reloaded := make(chan struct{})
+	e := f.engineWith(func(o *Options) {
+		record := o.OnEvent
+		o.OnEvent = func(ev *agentrunner.Event) {
+			record(ev)
+			if ev.Type == EventReloaded {
+				close(reloaded)
+			}
+		}
+	})
 	old, err := os.ReadFile(filepath.Join(f.dir, "output_templates/research.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -86,6 +95,13 @@ func TestReloadTakesAContract(t *testing.T) {
 		case "plan":
 			f.edit("output_templates/research.md", "## ", "## Risks\n\n{{risks}}\n\n## ")
 			f.command(e, agentrunner.CommandReload, "root", nil)
+			// The plan's agent is still running: the reload applies
+			// between two passes of the scheduler, before research opens.
+			select {
+			case <-reloaded:
+			case <-time.After(10 * time.Second):
+				t.Error("the reload was not applied while plan ran")
+			}
 		case "research":
 			research = inv
 		}

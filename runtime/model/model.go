@@ -42,7 +42,12 @@ type Runtime struct {
 	secrets []string
 }
 
-var _ agentrunner.Runtime = (*Runtime)(nil)
+var _ agentrunner.OutputReturner = (*Runtime)(nil)
+
+// ReturnsOutput marks the runtime as working in memory: the model's
+// answer is the artifact, returned in RunResult.Output, and its prompt is
+// the Invocation's. Only its recorded exchanges are files.
+func (r *Runtime) ReturnsOutput() {}
 
 // New returns a runtime that talks to model. secrets (the provider's API
 // key) are redacted from the recorded exchanges. Everything an agent
@@ -150,11 +155,9 @@ func (c *conversation) run(ctx context.Context) error {
 		answer := unfence(resp.Text)
 		problems := c.check(answer, resp.StopReason)
 		if len(problems) == 0 || repairs >= m.RepairTurns {
-			// Invalid output after the repairs is written all the same: the
-			// engine validates it again, rejects it and records why.
-			if err := os.WriteFile(c.inv.OutputPath, []byte(answer), 0o644); err != nil {
-				return agentrunner.Fail(agentrunner.ClassInternal, "write output: %w", err)
-			}
+			// Invalid output after the repairs is returned all the same:
+			// the engine validates it again, rejects it and records why.
+			c.result.Output = []byte(answer)
 			return nil
 		}
 		repairs++

@@ -3,7 +3,9 @@ package model
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -157,9 +159,11 @@ func TestToolCallsRunConcurrentlyAndResultsGoBack(t *testing.T) {
 	if byID["c1"].IsError || !byID["c7"].IsError || !byID["c8"].IsError || !byID["c9"].IsError {
 		t.Errorf("error flags wrong: %+v", byID)
 	}
-	out, _ := os.ReadFile(e.inv.OutputPath)
-	if string(out) != e.valid {
-		t.Errorf("the output is not the answer without its fence:\n%s", out)
+	if string(res.Output) != e.valid {
+		t.Errorf("the output is not the answer without its fence:\n%s", res.Output)
+	}
+	if _, err := os.Stat(e.inv.OutputPath); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the answer was written to %s (%v): a model agent returns it", e.inv.OutputPath, err)
 	}
 	want := agentrunner.Usage{InputTokens: 180, OutputTokens: 70, CachedTokens: 40, Turns: 2, ToolCalls: 9}
 	if res.Usage != want {
@@ -178,24 +182,26 @@ func TestToolCallsRunConcurrentlyAndResultsGoBack(t *testing.T) {
 func TestRepairTurnsThenFailure(t *testing.T) {
 	e := setup(t, nil) // repair_turns defaults to 1
 	m := &scripted{replies: []func(*llm.Request) (*llm.Response, error){answer("not a report"), answer(e.valid)}}
-	if _, err := New(m, e.exec).Run(context.Background(), e.inv); err != nil {
+	res, err := New(m, e.exec).Run(context.Background(), e.inv)
+	if err != nil {
 		t.Fatal(err)
 	}
 	repair := m.requests[1].Messages[2].Text
 	if !strings.Contains(repair, "breaks the contract of research.md") || !strings.Contains(repair, "missing section") {
 		t.Errorf("the repair message does not list the problems:\n%s", repair)
 	}
-	if out, _ := os.ReadFile(e.inv.OutputPath); string(out) != e.valid {
-		t.Error("the repaired answer was not written")
+	if string(res.Output) != e.valid {
+		t.Error("the repaired answer was not returned")
 	}
 
 	e = setup(t, nil)
 	m = &scripted{replies: []func(*llm.Request) (*llm.Response, error){answer("bad"), answer("still bad")}}
-	if _, err := New(m, e.exec).Run(context.Background(), e.inv); err != nil {
-		t.Fatal(err) // the engine rejects the invalid output it writes
+	res, err = New(m, e.exec).Run(context.Background(), e.inv)
+	if err != nil {
+		t.Fatal(err) // the engine rejects the invalid output it returns
 	}
-	if out, _ := os.ReadFile(e.inv.OutputPath); string(out) != "still bad\n" || len(m.requests) != 2 {
-		t.Errorf("after the repair turns: output %q, %d requests; want the last answer and 2 requests", out, len(m.requests))
+	if string(res.Output) != "still bad\n" || len(m.requests) != 2 {
+		t.Errorf("after the repair turns: output %q, %d requests; want the last answer and 2 requests", res.Output, len(m.requests))
 	}
 }
 
