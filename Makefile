@@ -83,6 +83,8 @@ BENCH_DIR ?= $(CURDIR)/.bench-peer
 PEER_STEPS ?= 600
 PEER_N ?= 100
 PEER_WARMUP ?= 20
+# PEER_STEP: the BenchmarkStep to compare, publish or publish-on-read.
+PEER_STEP ?= publish
 LANGGRAPH = bench/peers/langgraph
 
 bench-peer:
@@ -97,7 +99,7 @@ bench-peer:
 		if [ "$$fs" = tmpfs ]; then echo "bench-peer: WARNING: tmpfs has no disk, so the figures are not a durable step's; set BENCH_DIR to a directory on a disk"; fi
 	$(GO) test -c -o "$(BENCH_DIR)/engine.test" ./engine/
 	$(GO) run ./bench/peers/compare -pairs $(PAIRS) -dir "$(BENCH_DIR)" -engine "$(BENCH_DIR)/engine.test" \
-		-langgraph $(LANGGRAPH) -steps $(PEER_STEPS) -n $(PEER_N) -warmup $(PEER_WARMUP)
+		-langgraph $(LANGGRAPH) -steps $(PEER_STEPS) -n $(PEER_N) -warmup $(PEER_WARMUP) -step $(PEER_STEP)
 
 build:
 	CGO_ENABLED=0 $(GO) build -o agentrunner ./cmd/agentrunner

@@ -35,9 +35,29 @@ type Pipeline struct {
 	// ("cycle": cycle.started …; empty: "run").
 	Serial bool
 	Noun   string
+	// Views says when the files of its runs' artifacts, views of the
+	// store's copies, are written: after each commit (ViewsEager, the
+	// zero value) or only when something reads them (ViewsOnRead).
+	Views ViewMode
 	// Where is the pipeline's place in the configuration ("file:line").
 	Where string
 }
+
+// ViewMode says when a pipeline's run directory, the files that are views
+// of the artifacts its steps committed, is written.
+type ViewMode string
+
+// The view modes.
+const (
+	// ViewsEager writes each artifact's file after the commit that stored
+	// it, in the background: the run directory follows the run.
+	ViewsEager ViewMode = "eager"
+	// ViewsOnRead writes an artifact's file only when an agent is about
+	// to read it as an input; the API serves artifacts from the store.
+	// A step then makes no file at all, for pipelines whose agents work
+	// in memory and whose operators read the store, not the directory.
+	ViewsOnRead ViewMode = "on_read"
+)
 
 // RunIDFormat names how a pipeline's run ids are made.
 type RunIDFormat string
@@ -343,6 +363,9 @@ type StepAttempt struct {
 	// Late: the run is out of time and is forced to its final step, which
 	// judges what the run has: inputs it lacks are named, not fatal.
 	Late bool
+	// Views is the view mode of the run's pipeline: with ViewsOnRead, an
+	// input's missing file is written, not repaired.
+	Views ViewMode
 }
 
 // StepResult is what an attempt produced, committed with its outcome.

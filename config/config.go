@@ -249,6 +249,9 @@ type Pipeline struct {
 	// schedule.max_cycle, a run of pipelines: that outlives max_duration;
 	// empty: such a run fails.
 	Final string `yaml:"final"`
+	// Views is when its runs' artifact files are written: eager (after
+	// each commit, the default) or on_read (only when an agent reads one).
+	Views string `yaml:"views"`
 
 	// The keys below apply to pipelines: only.
 	// RunID is the format of run ids: timestamp, date-seq or seq (default).

@@ -73,7 +73,7 @@ func (c *Config) graph(name string, p *Pipeline) *agentrunner.Pipeline {
 		Name: name, Start: p.Start, Steps: map[string]*agentrunner.Step{},
 		RunID: agentrunner.RunIDFormat(p.RunID), MaxConcurrentRuns: p.MaxConcurrentRuns,
 		InputSchemaPath: c.Abs(p.InputsSchema), Where: fileLine(c.Where(key)),
-		MaxDuration: p.MaxDuration.D(), Final: p.Final,
+		MaxDuration: p.MaxDuration.D(), Final: p.Final, Views: agentrunner.ViewMode(p.Views),
 	}
 	if p.Schedule != nil {
 		g.Every = p.Schedule.Every.D()
@@ -194,6 +194,7 @@ func (v *validator) graphPipeline(name string, p *Pipeline) {
 // than its steps.
 func (v *validator) graphSettings(key string, p *Pipeline) {
 	v.timeBound(key, p)
+	v.viewMode(key, p)
 	if !slices.Contains(runIDFormats, p.RunID) {
 		v.add(key+".run_id", "unknown run id format %q (supported: %s)", p.RunID, strings.Join(runIDFormats, ", "))
 	}
@@ -202,6 +203,16 @@ func (v *validator) graphSettings(key string, p *Pipeline) {
 	}
 	if p.Schedule != nil && p.Schedule.Every <= 0 {
 		v.add(key+".schedule.every", "must be positive: the time from one run's start to the next one's")
+	}
+}
+
+// viewModes are the values of a pipeline's views.
+var viewModes = []string{string(agentrunner.ViewsEager), string(agentrunner.ViewsOnRead)}
+
+// viewMode checks a pipeline's views.
+func (v *validator) viewMode(key string, p *Pipeline) {
+	if p.Views != "" && !slices.Contains(viewModes, p.Views) {
+		v.add(key+".views", "unknown view mode %q (supported: %s)", p.Views, strings.Join(viewModes, ", "))
 	}
 }
 

@@ -73,6 +73,10 @@ func TestGraphFaults(t *testing.T) {
 		{"name-twice", []string{
 			`testdata/graphs/name-twice/agentrunner.yaml:13:3: pipelines.ws: "ws" is the name of the workspace (name: ws), which the learning loop's pipeline: has; choose another name`,
 		}},
+		{"views-mode", []string{
+			`testdata/graphs/views-mode/agentrunner.yaml:9:3: pipeline.views: unknown view mode "lazily" (supported: eager, on_read)`,
+			`testdata/graphs/views-mode/agentrunner.yaml:20:5: pipelines.q.views: unknown view mode "sometimes" (supported: eager, on_read)`,
+		}},
 		{"graph-keys-in-pipeline", []string{
 			`testdata/graphs/graph-keys-in-pipeline/agentrunner.yaml:10:3: pipeline.run_id: applies to pipelines under pipelines: only; the learning loop's cycles have timestamp ids, run one at a time and follow schedule:`,
 			`testdata/graphs/graph-keys-in-pipeline/agentrunner.yaml:11:3: pipeline.schedule: applies to pipelines under pipelines: only; the learning loop's cycles have timestamp ids, run one at a time and follow schedule:`,

@@ -542,6 +542,7 @@ func (v *validator) pipeline() {
 	if p.Start == "" {
 		v.add("pipeline.start", "is required: the first step of a cycle")
 	}
+	v.viewMode("pipeline", &p)
 	for _, k := range graphPipelineKeys {
 		if c.given("pipeline." + k) {
 			v.add("pipeline."+k, "applies to pipelines under pipelines: only; the learning loop's cycles have timestamp ids, run one at a time and follow schedule:")

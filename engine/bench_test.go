@@ -55,10 +55,19 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// benchWorkspace writes a pipeline of benchSteps mock agent steps; with
-// mail, each step deposits a forward and a backward message, as the
-// learning loop's steps do.
-func benchWorkspace(b *testing.B, mail bool) *workspace.Workspace {
+// benchShape is what a benchmark's pipeline and agent do.
+type benchShape struct {
+	// mail: each step deposits a forward and a backward message, as the
+	// learning loop's steps do.
+	mail bool
+	// files: the agent works with files (fileOutput), not in memory.
+	files bool
+	// onRead: the pipeline writes its views on read only.
+	onRead bool
+}
+
+// benchWorkspace writes a pipeline of benchSteps mock agent steps.
+func benchWorkspace(b *testing.B, shape benchShape) *workspace.Workspace {
 	dir := benchDir(b)
 	tmpl := "# Report {{cycle_id}}\n\n## Summary\n\n<!-- two sentences -->\n\n## Findings\n\n| Item | Value |\n|---|---|\n| Signal | {{signal}} |\n\n## Handoff\n\n<!-- for the next agent -->\n"
 	os.WriteFile(filepath.Join(dir, "template.md"), []byte(tmpl), 0o644)
@@ -68,14 +77,18 @@ func benchWorkspace(b *testing.B, mail bool) *workspace.Workspace {
 	for i := 0; i < benchSteps; i++ {
 		fmt.Fprintf(&y, "  a%d: {identity: identity.md, output: {file: out%d.md, template: template.md}}\n", i, i)
 	}
-	y.WriteString("pipeline:\n  start: s0\n  steps:\n")
+	y.WriteString("pipeline:\n  start: s0\n")
+	if shape.onRead {
+		y.WriteString("  views: on_read\n")
+	}
+	y.WriteString("  steps:\n")
 	for i := 0; i < benchSteps; i++ {
 		next := fmt.Sprintf("s%d", i+1)
 		if i == benchSteps-1 {
 			next = "end"
 		}
 		fmt.Fprintf(&y, "    s%d: {agent: a%d, next: %s", i, i, next)
-		if mail {
+		if shape.mail {
 			fmt.Fprintf(&y, ", deliver: [{kind: forward, to: [a%d], section: Handoff}, {kind: backward, to: [a%d], section: Summary}]", (i+1)%benchSteps, i)
 		}
 		y.WriteString("}\n")
@@ -132,11 +145,16 @@ func (f fileOutput) Run(ctx context.Context, inv *agentrunner.Invocation) (*agen
 //	go test -run '^$' -bench BenchmarkStep -count 10 ./engine/ | tee new.txt; benchstat new.txt
 func BenchmarkStep(b *testing.B) {
 	for _, bc := range []struct {
-		name        string
-		mail, files bool
-	}{{"publish", false, false}, {"publish+2-deposits", true, false}, {"publish-file", false, true}} {
+		name  string
+		shape benchShape
+	}{
+		{"publish", benchShape{}},
+		{"publish+2-deposits", benchShape{mail: true}},
+		{"publish-file", benchShape{files: true}},
+		{"publish-on-read", benchShape{onRead: true}},
+	} {
 		b.Run(bc.name, func(b *testing.B) {
-			e, store, clock := benchEngineAt(b, bc.mail, bc.files, filepath.Join(benchDir(b), "state.db"))
+			e, store, clock := benchEngineAt(b, bc.shape, filepath.Join(benchDir(b), "state.db"))
 			ctx := context.Background()
 			cycles := (b.N + benchSteps - 1) / benchSteps
 			commits0, syncs0 := store.Commits(), atomicfile.Syncs()
@@ -172,13 +190,12 @@ func BenchmarkStep(b *testing.B) {
 // benchEngine returns an engine on a benchWorkspace, a SQLite store and a
 // fake clock.
 func benchEngine(b *testing.B, mail bool) (*Engine, *sqlite.Store, *clocktest.Clock) {
-	return benchEngineAt(b, mail, false, filepath.Join(benchDir(b), "state.db"))
+	return benchEngineAt(b, benchShape{mail: mail}, filepath.Join(benchDir(b), "state.db"))
 }
 
-// benchEngineAt is benchEngine with its state database at path; with
-// files, its agent works with files (fileOutput).
-func benchEngineAt(b *testing.B, mail, files bool, path string) (*Engine, *sqlite.Store, *clocktest.Clock) {
-	ws := benchWorkspace(b, mail)
+// benchEngineAt is benchEngine of a shape, with its state database at path.
+func benchEngineAt(b *testing.B, shape benchShape, path string) (*Engine, *sqlite.Store, *clocktest.Clock) {
+	ws := benchWorkspace(b, shape)
 	store, err := sqlite.Open(context.Background(), path)
 	if err != nil {
 		b.Fatal(err)
@@ -188,7 +205,7 @@ func benchEngineAt(b *testing.B, mail, files bool, path string) (*Engine, *sqlit
 	tmpl, _ := os.ReadFile(ws.Agents["a0"].TemplatePath)
 	out := mock.Generate(tmpl, ".md", "20261122_140000", "a0", t0)
 	var agent agentrunner.Runtime = fixedOutput(out)
-	if files {
+	if shape.files {
 		agent = fileOutput(out)
 	}
 	e, err := New(Options{Workspace: ws, Store: store, Clock: clock,

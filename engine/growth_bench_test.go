@@ -30,7 +30,7 @@ func BenchmarkDatabaseGrowth(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			path := filepath.Join(benchDir(b), "state.db")
-			e, store, clock := benchEngineAt(b, false, false, path)
+			e, store, clock := benchEngineAt(b, benchShape{}, path)
 			ctx := context.Background()
 			var half dbtest.Size
 			for i := 0; i < b.N; i++ {

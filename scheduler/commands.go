@@ -289,6 +289,7 @@ func (s *Scheduler) startWorker(ctx context.Context, t *task) {
 	timeout, late := s.attemptBound(t) // cut to what is left of the run
 	a := &agentrunner.StepAttempt{
 		Run: t.rs.run, Step: st, StepRun: t.ss.sr, Attempt: t.att, Dir: t.att.Dir, RunDir: t.rs.run.Dir, Timeout: timeout, Late: late,
+		Views: t.rs.pipeline.Views,
 	}
 	sr, run, att := *t.ss.sr, *t.rs.run, *t.att // the worker's own copies
 	a.StepRun, a.Run, a.Attempt = &sr, &run, &att

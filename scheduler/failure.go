@@ -90,7 +90,7 @@ func (s *Scheduler) fallback(rs *runState, ss *stepState) (fb *agentrunner.StepR
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), fallbackTimeout)
 	defer cancel()
-	a := &agentrunner.StepAttempt{Run: rs.run, Step: st, StepRun: ss.sr, Attempt: ss.att, Dir: ss.att.Dir, RunDir: rs.run.Dir}
+	a := &agentrunner.StepAttempt{Run: rs.run, Step: st, StepRun: ss.sr, Attempt: ss.att, Dir: ss.att.Dir, RunDir: rs.run.Dir, Views: rs.pipeline.Views}
 	fb, err := fk.Fallback(ctx, a)
 	switch {
 	case err != nil:

@@ -42,8 +42,8 @@ func (s *Scheduler) keepFiles(ch *agentrunner.Change, rs *runState, ss *stepStat
 		f.RunID, f.Step, f.Visit, f.Attempt = rs.run.ID, ss.sr.Step, ss.sr.Visit, ss.att.Number
 		f.SHA256, f.CreatedAt = artifact.Hash(f.Data), s.clock.Now()
 		ch.Files = append(ch.Files, f)
-		if f.Kind != agentrunner.FileArtifact {
-			continue // its view was written for the agent to read
+		if f.Kind != agentrunner.FileArtifact || rs.pipeline.Views == agentrunner.ViewsOnRead {
+			continue // written for the agent to read, or when one reads it
 		}
 		path, err := view.Path(rs.run.Dir, "", f)
 		if err != nil {
@@ -107,12 +107,13 @@ func (s *Scheduler) checkViews(ctx context.Context, unfinished []*agentrunner.Ru
 	}
 	var repairs []*agentrunner.Event
 	for _, r := range slices.Concat(unfinished, ended) {
+		onRead := s.opts.Pipelines[r.Pipeline] != nil && s.opts.Pipelines[r.Pipeline].Views == agentrunner.ViewsOnRead
 		files, err := s.store.Files(ctx, agentrunner.FileFilter{RunID: r.ID, Kind: agentrunner.FileArtifact, Latest: true, NoData: true})
 		if err != nil {
 			return err
 		}
 		for _, f := range files {
-			ev, err := s.checkView(ctx, r, f)
+			ev, err := s.checkView(ctx, r, f, onRead)
 			if err != nil {
 				return err
 			}
@@ -129,15 +130,17 @@ func (s *Scheduler) checkViews(ctx context.Context, unfinished []*agentrunner.Ru
 
 // checkView compares one artifact's view with its stored hash and, when
 // the view is missing or differs, rewrites it from the stored bytes (read
-// only then); a repair gives its event. A view it cannot check or write
-// is logged: the agent kind checks it again before an agent reads it.
-func (s *Scheduler) checkView(ctx context.Context, r *agentrunner.Run, listed *agentrunner.StoredFile) (*agentrunner.Event, error) {
+// only then); a repair gives its event. A view of a pipeline whose views
+// are written on read (onRead) is only missing until then: only one that
+// differs is rewritten. A view it cannot check or write is logged: the
+// agent kind checks it again before an agent reads it.
+func (s *Scheduler) checkView(ctx context.Context, r *agentrunner.Run, listed *agentrunner.StoredFile, onRead bool) (*agentrunner.Event, error) {
 	path, err := view.Path(r.Dir, "", listed)
 	if err != nil {
 		s.log.Error("an artifact's view", "run", r.ID, "error", err)
 		return nil, nil
 	}
-	if reason, err := view.Compare(path, listed); err != nil || reason == "" {
+	if reason, err := view.Compare(path, listed); err != nil || reason == "" || onRead && reason == view.Missing {
 		if err != nil {
 			s.log.Warn("checking an artifact's view", "run", r.ID, "path", path, "error", err)
 		}

@@ -130,10 +130,12 @@ func Latest(ctx context.Context, store Files, runID, name string) (f *agentrunne
 // store's copy, after writing its view in dir if views still has it
 // pending, then checking it and rewriting it when it is missing or
 // differs (repaired is the event that says so, nil if the view was
-// right). A run from before the store kept artifacts is read from its
-// file. nil data: the run has no such artifact, even if a file is there
-// (an attempt's output whose commit a crash lost).
-func Read(ctx context.Context, store Files, views *Writer, runID, dir, name string, now time.Time) (data []byte, repaired *agentrunner.Event, err error) {
+// right). With onRead (the run's pipeline writes its views when they are
+// read), a missing view is written without an event: it was not lost. A
+// run from before the store kept artifacts is read from its file. nil
+// data: the run has no such artifact, even if a file is there (an
+// attempt's output whose commit a crash lost).
+func Read(ctx context.Context, store Files, views *Writer, onRead bool, runID, dir, name string, now time.Time) (data []byte, repaired *agentrunner.Event, err error) {
 	path := filepath.Join(dir, name)
 	views.Settle(path)
 	f, legacy, err := Latest(ctx, store, runID, name)
@@ -153,7 +155,7 @@ func Read(ctx context.Context, store Files, views *Writer, runID, dir, name stri
 	if err != nil {
 		return nil, nil, err
 	}
-	if reason != "" {
+	if reason != "" && !(onRead && reason == Missing) {
 		repaired = Repaired(now, f, path, reason)
 	}
 	return f.Data, repaired, nil

@@ -140,7 +140,7 @@ func TestReadServesTheStoresCopy(t *testing.T) {
 			if tt.disk != nil {
 				os.WriteFile(filepath.Join(dir, tt.file), []byte(*tt.disk), 0o644)
 			}
-			data, ev, err := Read(context.Background(), store, nil, tt.run, dir, tt.file, now)
+			data, ev, err := Read(context.Background(), store, nil, false, tt.run, dir, tt.file, now)
 			if err != nil {
 				t.Fatal(err)
 			}

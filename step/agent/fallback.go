@@ -64,7 +64,7 @@ func (at *attempt) lastGood(ctx context.Context) (path, run string, data []byte,
 			return "", "", nil, err
 		}
 		path := filepath.Join(prev.Dir, file)
-		data, repaired, err := view.Read(ctx, at.k.opts.Store, at.k.opts.Views, prev.ID, prev.Dir, file, at.k.clock.Now())
+		data, repaired, err := view.Read(ctx, at.k.opts.Store, at.k.opts.Views, at.sa.Views == agentrunner.ViewsOnRead, prev.ID, prev.Dir, file, at.k.clock.Now())
 		if repaired != nil {
 			at.res.Events = append(at.res.Events, repaired)
 		}

@@ -12,7 +12,7 @@ import (
 // is missing or differs, with an EventViewRepaired. It reports whether the
 // run has the artifact.
 func (at *attempt) serve(ctx context.Context, runID, dir, name string) (bool, error) {
-	data, repaired, err := view.Read(ctx, at.k.opts.Store, at.k.opts.Views, runID, dir, name, at.k.clock.Now())
+	data, repaired, err := view.Read(ctx, at.k.opts.Store, at.k.opts.Views, at.sa.Views == agentrunner.ViewsOnRead, runID, dir, name, at.k.clock.Now())
 	if err != nil {
 		return false, agentrunner.Fail(agentrunner.ClassInternal, "input %s of run %s: %w", name, runID, err)
 	}

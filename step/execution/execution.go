@@ -143,7 +143,7 @@ func (k *Kind) Run(ctx context.Context, a *agentrunner.StepAttempt) (*agentrunne
 	if !ok || step == nil {
 		return res, agentrunner.Fail(agentrunner.ClassConfig, "step %s: an execution step's configuration is a *config.Step, not %T", a.Step.ID, a.Step.Config)
 	}
-	sub, err := k.submission(ctx, a.RunDir, a.Run.ID, step, res)
+	sub, err := k.submission(ctx, a, step, res)
 	if err != nil {
 		return res, err
 	}
@@ -171,8 +171,9 @@ func (k *Kind) Run(ctx context.Context, a *agentrunner.StepAttempt) (*agentrunne
 // window. It reads the store's copy, the committed bytes, and repairs the
 // file in the run directory if it went stale (the repair's event goes
 // into res).
-func (k *Kind) submission(ctx context.Context, runDir, runID string, step *config.Step, res *agentrunner.StepResult) (execsvc.Submission, error) {
-	data, repaired, err := view.Read(ctx, k.opts.Store, k.opts.Views, runID, runDir, step.Artifact, k.clock.Now())
+func (k *Kind) submission(ctx context.Context, a *agentrunner.StepAttempt, step *config.Step, res *agentrunner.StepResult) (execsvc.Submission, error) {
+	onRead := a.Views == agentrunner.ViewsOnRead
+	data, repaired, err := view.Read(ctx, k.opts.Store, k.opts.Views, onRead, a.Run.ID, a.RunDir, step.Artifact, k.clock.Now())
 	if repaired != nil {
 		res.Events = append(res.Events, repaired)
 	}
@@ -193,7 +194,7 @@ func (k *Kind) submission(ctx context.Context, runDir, runID string, step *confi
 	if err != nil {
 		return execsvc.Submission{}, err
 	}
-	sub, err := execsvc.NewSubmission(runID, data)
+	sub, err := execsvc.NewSubmission(a.Run.ID, data)
 	if err != nil {
 		return execsvc.Submission{}, agentrunner.Fail(agentrunner.ClassInvalidOutput, "%s: %v", step.Artifact, err)
 	}

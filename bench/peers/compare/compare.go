@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,15 +20,25 @@ import (
 // every durable commit costs, and the floor of agentrunner's step
 // protocol (its file and database work without the engine).
 const (
-	stepBench  = "BenchmarkStep/publish"
 	fsyncBench = "BenchmarkFsync"
 	floorBench = "BenchmarkDurabilityFloor"
 )
+
+// defaultStep is the sub-benchmark of BenchmarkStep compared by default.
+const defaultStep = "publish"
 
 // config is what one comparison runs, from the command line.
 type config struct {
 	pairs, steps, invocations, warmup int
 	dir, engine, langgraph, node      string
+	// step is the sub-benchmark of BenchmarkStep to compare; empty:
+	// defaultStep.
+	step string
+}
+
+// stepBench is the name of the step benchmark cfg compares.
+func (cfg config) stepBench() string {
+	return "BenchmarkStep/" + cmp.Or(cfg.step, defaultStep)
 }
 
 // engineRun is what one run of the engine's benchmarks measured, in ms:
@@ -59,7 +71,7 @@ func run(ctx context.Context, cfg config, w io.Writer) error {
 		return fmt.Errorf("-dir: %w", err)
 	}
 	fmt.Fprintf(w, "agentrunner %s (%d steps) against LangGraph.js, SQLite checkpointer, durability=sync, synchronous=FULL (%d invocations of 6 steps), in %s\n",
-		stepBench, cfg.steps, cfg.invocations, dir)
+		cfg.stepBench(), cfg.steps, cfg.invocations, dir)
 	printHeader(w)
 	pairs := make([]pair, 0, cfg.pairs)
 	for i := range cfg.pairs {
@@ -108,13 +120,16 @@ func runPair(ctx context.Context, cfg config, peerFirst bool) (pair, error) {
 // benchPatterns run the step and the fsync benchmarks alone, one after
 // the other: go test matches each level of a benchmark's name separately,
 // so one pattern cannot pick a sub-benchmark of one and the other whole.
-var benchPatterns = []string{"^BenchmarkStep$/^publish$", "^BenchmarkFsync$", "^BenchmarkDurabilityFloor$"}
+func (cfg config) benchPatterns() []string {
+	step := "^BenchmarkStep$/^" + regexp.QuoteMeta(cmp.Or(cfg.step, defaultStep)) + "$"
+	return []string{step, "^" + fsyncBench + "$", "^" + floorBench + "$"}
+}
 
 // runEngine runs the step, fsync and floor benchmarks in cfg.dir, where
 // the benchmarks make their directories (os.TempDir).
 func runEngine(ctx context.Context, cfg config) (engineRun, error) {
 	var out strings.Builder
-	for _, pattern := range benchPatterns {
+	for _, pattern := range cfg.benchPatterns() {
 		cmd := exec.CommandContext(ctx, cfg.engine, "-test.run", "^$",
 			"-test.bench", pattern, "-test.benchtime", fmt.Sprintf("%dx", cfg.steps))
 		cmd.Env = append(os.Environ(), "TMPDIR="+cfg.dir, "TMP="+cfg.dir, "TEMP="+cfg.dir)
@@ -124,7 +139,7 @@ func runEngine(ctx context.Context, cfg config) (engineRun, error) {
 		}
 		out.WriteString(o)
 	}
-	return parseEngine(out.String())
+	return parseEngine(out.String(), cfg.stepBench())
 }
 
 // runPeer runs lg_bench.mjs durably on a fresh database in cfg.dir.
@@ -159,7 +174,7 @@ func output(cmd *exec.Cmd) (string, error) {
 
 // parseEngine returns the ms per op of stepBench, fsyncBench and
 // floorBench from the output of the engine's test binary.
-func parseEngine(out string) (engineRun, error) {
+func parseEngine(out, stepBench string) (engineRun, error) {
 	ms := map[string]float64{}
 	for line := range strings.Lines(out) {
 		f := strings.Fields(line)

@@ -22,6 +22,7 @@ func main() {
 	flag.IntVar(&cfg.steps, "steps", 600, "agentrunner steps per run, and fsyncs")
 	flag.IntVar(&cfg.invocations, "n", 100, "LangGraph invocations per run, of 6 steps each")
 	flag.IntVar(&cfg.warmup, "warmup", 20, "LangGraph invocations per run before the measured ones")
+	flag.StringVar(&cfg.step, "step", defaultStep, "the sub-benchmark of BenchmarkStep to compare: publish (views written in the background) or publish-on-read (views written when read)")
 	flag.Parse()
 	if err := run(context.Background(), cfg, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-peer:", err)

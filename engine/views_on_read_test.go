@@ -1,0 +1,66 @@
+package engine
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/config"
+	"github.com/agentrunner/agentrunner/execsvc"
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestViewsOnReadWriteOnlyWhatAnAgentReads: a pipeline whose views are
+// written on read keeps every artifact in the store, writes into the run
+// directory only the artifacts its agents read as inputs (as the store
+// has them), and records no repair for the files it never wrote.
+func TestViewsOnReadWriteOnlyWhatAnAgentReads(t *testing.T) {
+	f := newFixture(t, execsvc.MockOptions{CompletedAfter: 1}, func(c *config.Config) { c.Pipeline.Views = string(agentrunner.ViewsOnRead) })
+	var mu sync.Mutex
+	var inputs []string // the paths agents were given to read
+	f.onRun = func(inv *agentrunner.Invocation) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, in := range inv.Inputs {
+			inputs = append(inputs, in.Path)
+		}
+	}
+	c := f.runOnce(f.engine())
+	if c.Status != agentrunner.CycleCompleted {
+		t.Fatalf("cycle %s: %s", c.Status, c.Error)
+	}
+	stored, err := f.store.Files(context.Background(), agentrunner.FileFilter{RunID: c.ID, Kind: agentrunner.FileArtifact, Latest: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := map[string]bool{} // the artifacts of this cycle its agents read
+	for _, p := range inputs {
+		if filepath.Dir(p) == c.Dir {
+			read[filepath.Base(p)] = true
+		}
+	}
+	var want, all []string
+	for _, file := range stored {
+		all = append(all, file.Name)
+		if read[file.Name] {
+			want = append(want, file.Name)
+		}
+		if data, err := os.ReadFile(filepath.Join(c.Dir, file.Name)); err == nil && string(data) != string(file.Data) {
+			t.Errorf("%s in the cycle directory is not the store's copy", file.Name)
+		}
+	}
+	slices.Sort(want)
+	if len(want) == 0 || len(want) == len(all) {
+		t.Fatalf("the example's inputs %v among its artifacts %v do not tell on_read from eager", want, all)
+	}
+	if diff := cmp.Diff(want, files(t, c.Dir)); diff != "" {
+		t.Errorf("the cycle directory (-the artifacts agents read +got):\n%s", diff)
+	}
+	if evs := f.eventsOf(agentrunner.EventViewRepaired); len(evs) != 0 {
+		t.Errorf("views written on read were recorded as repairs: %+v", evs[0].Details)
+	}
+}
