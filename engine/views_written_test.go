@@ -64,3 +64,36 @@ func TestViewsOnReadWriteOnlyWhatAnAgentReads(t *testing.T) {
 		t.Errorf("views written on read were recorded as repairs: %+v", evs[0].Details)
 	}
 }
+
+// TestAStoppingSchedulerWritesThePendingViews: views wait in the
+// background writer (held here, as if it were behind); when the
+// scheduler stops, at the end of RunOnce, every pending view is written,
+// so the cycle directory holds every artifact as the store has it.
+func TestAStoppingSchedulerWritesThePendingViews(t *testing.T) {
+	f := newFixture(t, execsvc.MockOptions{CompletedAfter: 1}, nil)
+	e := f.engine()
+	release := e.views.Hold()
+	defer release()
+	c := f.runOnce(e)
+	if c.Status != agentrunner.CycleCompleted {
+		t.Fatalf("cycle %s: %s", c.Status, c.Error)
+	}
+	if n := e.views.Pending(); n != 0 {
+		t.Errorf("%d views still pending after RunOnce", n)
+	}
+	stored, err := f.store.Files(context.Background(), agentrunner.FileFilter{RunID: c.ID, Kind: agentrunner.FileArtifact, Latest: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, file := range stored {
+		want = append(want, file.Name)
+		if data, err := os.ReadFile(filepath.Join(c.Dir, file.Name)); err != nil || string(data) != string(file.Data) {
+			t.Errorf("%s in the cycle directory: %v, not the store's copy", file.Name, err)
+		}
+	}
+	slices.Sort(want)
+	if diff := cmp.Diff(want, files(t, c.Dir)); diff != "" {
+		t.Errorf("the cycle directory (-stored +got):\n%s", diff)
+	}
+}
