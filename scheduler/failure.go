@@ -170,7 +170,8 @@ func (s *Scheduler) resumeCommand(ch *agentrunner.Change, cmd *agentrunner.Comma
 // (its RetryBase is its last attempt's number), as the loop's step runs
 // again; a gate that was waiting waits again and a join that was gathering
 // its branches gathers again. A run halted with no such step run (a
-// max_visits cap) is refused: a gate or an abort decides it.
+// max_visits cap) is refused: a gate or an abort decides it; so is one
+// whose pipeline runs its max_concurrent_runs meanwhile, until one ends.
 //
 // It is the operators' generic resume: the run.resume command calls it,
 // and so can another command that resumes a halted run.
@@ -178,6 +179,12 @@ func (s *Scheduler) resumeRun(ch *agentrunner.Change, rs *runState, cmd *agentru
 	stopped := s.stopped(rs)
 	if len(stopped) == 0 {
 		return fmt.Sprintf("ignored: run %s has no step run to run again (%s); abort it", rs.run.ID, rs.run.Error), false
+	}
+	// A halt gave the run's place up, and a queued run may have taken it:
+	// resuming now would run one more than max_concurrent_runs.
+	if p := rs.pipeline; p.MaxConcurrentRuns > 0 && s.active[p.Name] >= p.MaxConcurrentRuns {
+		return fmt.Sprintf("ignored: pipeline %s is running its max_concurrent_runs (%d): resume run %s once one of them ends",
+			p.Name, p.MaxConcurrentRuns, rs.run.ID), false
 	}
 	s.unhalt(rs)
 	r := *rs.run

@@ -396,3 +396,59 @@ func TestResumingARunWhoseStepIsNoLongerConfiguredFailsIt(t *testing.T) {
 	}
 	h.check()
 }
+
+// TestAResumeWaitsForAPlaceUnderMaxConcurrentRuns: a halted run gives its
+// place up and a queued run takes it; resuming the halted run then is
+// refused, saying why, instead of running one more than
+// max_concurrent_runs; once the other run ends, the resume goes through.
+func TestAResumeWaitsForAPlaceUnderMaxConcurrentRuns(t *testing.T) {
+	const a, b = "chain-000001", "chain-000002"
+	release := make(chan struct{})
+	var once sync.Once
+	k := &scriptKind{fail: func(at *agentrunner.StepAttempt) error {
+		switch {
+		case at.Run.ID == a && at.Step.ID == "check" && at.Attempt.Number <= 2:
+			return agentrunner.Fail(agentrunner.ClassCrash, "check crashed on attempt %d", at.Attempt.Number)
+		case at.Run.ID == b && at.Step.ID == "write":
+			<-release // b holds the pipeline's one place
+		}
+		return nil
+	}}
+	p := chain(agentrunner.HaltRun)
+	p.MaxConcurrentRuns = 1
+	h := newHarness(t, k, p)
+	h.run()
+	// After the scheduler's: cleanups run last first, and its stop waits
+	// for b's write.
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	if id := h.startRun("chain", nil); id != a {
+		t.Fatalf("first run %s, want %s", id, a)
+	}
+	if r, _ := h.waitDone(a); r.Status != agentrunner.RunHalted {
+		t.Fatalf("run %s %s, want halted", a, r.Status)
+	}
+	h.startRun("chain", nil)
+	h.waitFor(b, "its write running", func(r *agentrunner.Run, srs []*agentrunner.StepRun) bool {
+		return r.Status == agentrunner.RunRunning && len(srs) == 1
+	})
+	res := h.result(agentrunner.CommandResumeRun, map[string]any{"run": a})
+	if want := "ignored: pipeline chain is running its max_concurrent_runs (1): resume run " + a + " once one of them ends"; res != want {
+		t.Fatalf("resume while %s runs: %q, want %q", b, res, want)
+	}
+	if r, _ := h.store.Run(context.Background(), a); r.Status != agentrunner.RunHalted {
+		t.Fatalf("run %s %s after the refused resume, want halted", a, r.Status)
+	}
+	once.Do(func() { close(release) })
+	if r, _ := h.waitDone(b); r.Status != agentrunner.RunCompleted {
+		t.Fatalf("run %s %s, want completed", b, r.Status)
+	}
+	if res := h.result(agentrunner.CommandResumeRun, map[string]any{"run": a}); res != "resumed run "+a+" at check#1" {
+		t.Fatalf("resume once %s ended: %q", b, res)
+	}
+	if r, _ := h.waitDone(a); r.Status != agentrunner.RunCompleted {
+		t.Fatalf("run %s %s after the resume, want completed", a, r.Status)
+	}
+	if k.peak > 1 {
+		t.Errorf("%d attempts ran at once, want at most 1 (one run at a time)", k.peak)
+	}
+}
