@@ -101,8 +101,9 @@ func (at *attempt) reject(err error) {
 
 // publish hands the validated artifact to the scheduler, which commits
 // its bytes with the step's outcome and then makes its view in the run's
-// directory by moving the agent's file there: no fsync of that file is
-// needed, the committed copy is the durable one.
+// directory: by moving the agent's file there, or from the bytes an agent
+// in memory returned. No fsync of that file is needed, the committed copy
+// is the durable one.
 func (at *attempt) publish(data []byte) error {
 	file := at.agent.Output.File
 	dst := filepath.Join(at.sa.RunDir, file)

@@ -21,7 +21,8 @@ import (
 const maxInline = 256 << 10
 
 // prepare builds the attempt's invocation: inputs, token budget, MCP
-// configuration and prompt, which it writes into the attempt folder.
+// configuration and prompt, which it writes into the attempt folder for
+// an agent that works with files.
 func (at *attempt) prepare(ctx context.Context) error {
 	if err := at.attemptFolder(); err != nil {
 		return agentrunner.Fail(agentrunner.ClassInternal, "create attempt folder: %w", err)
