@@ -215,7 +215,11 @@ const (
 	// store's copy, and was rewritten from it (details: path, artifact,
 	// reason: missing or different); or a mailbox file differed from the
 	// store's messages of its agent (details: path, mailbox, reason).
-	EventViewRepaired     = "view.repaired"
+	EventViewRepaired = "view.repaired"
+	// EventSignal: the SIGNAL BLOCK of an agent step that routes on one
+	// (spec 2), checked and committed with the step's success (details:
+	// agent, cycle, step, confidence, risk, next, visit).
+	EventSignal           = "signal.received"
 	EventMailboxDelivered = "mailbox.delivered"
 	EventMemoryCreated    = "memory.created"
 	// EventResourceExhausted: the runner ran out of a resource (details:

@@ -316,12 +316,9 @@ func (s *Server) stepRuns(ctx context.Context, runID string, status agentrunner.
 	return out, nil
 }
 
-// eventSignal is the agent step kind's agent.EventSignal.
-const eventSignal = "signal.received"
-
 // signals are a run's recorded SIGNAL BLOCKs by step run ("step#visit").
 func (s *Server) signals(ctx context.Context, runID string) (map[string]*Signal, error) {
-	evs, err := s.store.Events(ctx, agentrunner.EventFilter{CycleID: runID, Type: eventSignal})
+	evs, err := s.store.Events(ctx, agentrunner.EventFilter{CycleID: runID, Type: agentrunner.EventSignal})
 	if err != nil {
 		return nil, err
 	}

@@ -48,8 +48,6 @@ const (
 	eventRunAborted   = "run.aborted"
 	eventRunHalted    = "run.halted"
 	eventGateDecided  = "gate.decided"
-	// eventSignal is the agent step kind's agent.EventSignal.
-	eventSignal = "signal.received"
 )
 
 // DefaultBacklogTimeout bounds how long a scrape waits for the outbox
@@ -261,7 +259,7 @@ func (m *Metrics) Observe(ev *agentrunner.Event) {
 			action, _ := d["action"].(string)
 			m.gateDecisions.WithLabelValues(p, m.labels.value("action", action, names)).Inc()
 		}
-	case eventSignal:
+	case agentrunner.EventSignal:
 		m.signal(ev)
 	case agentrunner.EventRetryScheduled:
 		m.retries.WithLabelValues(m.step(ev), m.agent(ev)).Inc()

@@ -107,7 +107,8 @@ func (s *Scheduler) checkViews(ctx context.Context, unfinished []*agentrunner.Ru
 	}
 	var repairs []*agentrunner.Event
 	for _, r := range slices.Concat(unfinished, ended) {
-		onRead := s.opts.Pipelines[r.Pipeline] != nil && s.opts.Pipelines[r.Pipeline].Views == agentrunner.ViewsOnRead
+		p := s.opts.Pipelines[r.Pipeline]
+		onRead := p != nil && p.Views == agentrunner.ViewsOnRead
 		files, err := s.store.Files(ctx, agentrunner.FileFilter{RunID: r.ID, Kind: agentrunner.FileArtifact, Latest: true, NoData: true})
 		if err != nil {
 			return err

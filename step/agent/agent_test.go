@@ -105,7 +105,8 @@ func (e *env) attempt(t *testing.T) *agentrunner.StepAttempt {
 	os.MkdirAll(dir, 0o755)
 	return &agentrunner.StepAttempt{
 		Run: e.run, Step: &agentrunner.Step{ID: s.ID, Kind: agentrunner.KindAgent, Config: s},
-		Attempt: &agentrunner.Attempt{CycleID: e.run.ID, Step: s.ID, Number: 1, Agent: s.Agent, Dir: dir},
+		StepRun: &agentrunner.StepRun{RunID: e.run.ID, Step: s.ID, Visit: 1, Status: agentrunner.StepRunOpen, OpenedAt: t0},
+		Attempt: &agentrunner.Attempt{CycleID: e.run.ID, Step: s.ID, Number: 1, Agent: s.Agent, Dir: dir, Visit: 1},
 		Dir:     dir, RunDir: e.run.Dir, Timeout: time.Minute,
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 
 	"github.com/agentrunner/agentrunner"
-	"github.com/agentrunner/agentrunner/view"
 )
 
 // EventFallbackPublished records the earlier artifact that stands in for
@@ -64,10 +63,7 @@ func (at *attempt) lastGood(ctx context.Context) (path, run string, data []byte,
 			return "", "", nil, err
 		}
 		path := filepath.Join(prev.Dir, file)
-		data, repaired, err := view.Read(ctx, at.k.opts.Store, at.k.opts.Views, at.sa.Views == agentrunner.ViewsOnRead, prev.ID, prev.Dir, file, at.k.clock.Now())
-		if repaired != nil {
-			at.res.Events = append(at.res.Events, repaired)
-		}
+		data, err := at.committed(ctx, prev.ID, prev.Dir, file)
 		if err != nil || data == nil || len(data) > at.agent.Output.MaxBytes {
 			continue
 		}

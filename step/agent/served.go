@@ -12,12 +12,21 @@ import (
 // is missing or differs, with an EventViewRepaired. It reports whether the
 // run has the artifact.
 func (at *attempt) serve(ctx context.Context, runID, dir, name string) (bool, error) {
-	data, repaired, err := view.Read(ctx, at.k.opts.Store, at.k.opts.Views, at.sa.Views == agentrunner.ViewsOnRead, runID, dir, name, at.k.clock.Now())
+	data, err := at.committed(ctx, runID, dir, name)
 	if err != nil {
 		return false, agentrunner.Fail(agentrunner.ClassInternal, "input %s of run %s: %w", name, runID, err)
 	}
+	return data != nil, nil
+}
+
+// committed returns a run's artifact as the store committed it, after
+// making its view in dir right (view.Read), and keeps the event of a
+// repair for the attempt's result; nil: the run has no such artifact.
+func (at *attempt) committed(ctx context.Context, runID, dir, name string) ([]byte, error) {
+	onRead := at.sa.Views == agentrunner.ViewsOnRead
+	data, repaired, err := view.Read(ctx, at.k.opts.Store, at.k.opts.Views, onRead, runID, dir, name, at.k.clock.Now())
 	if repaired != nil {
 		at.res.Events = append(at.res.Events, repaired)
 	}
-	return data != nil, nil
+	return data, err
 }

@@ -53,7 +53,7 @@ func TestASignalRoutedStepChecksItsBlock(t *testing.T) {
 			rejected := false
 			for _, ev := range res.Events {
 				switch ev.Type {
-				case EventSignal:
+				case agentrunner.EventSignal:
 					got = ev.Details
 				case agentrunner.EventArtifactRejected:
 					rejected = true
