@@ -61,21 +61,26 @@ const (
 	CycleHalted CycleStatus = "halted"
 	// CycleAborted: an operator ended the cycle.
 	CycleAborted CycleStatus = "aborted"
+	// CycleIncomplete: a loop of the run reached its cap (max_visits,
+	// on_cap: end) before the run reached its end; the run is over, with
+	// what its steps committed kept.
+	CycleIncomplete CycleStatus = "incomplete"
 )
 
 // Run statuses under their general names; the Cycle names above are the
 // same values.
 const (
-	RunRunning   = CycleRunning
-	RunCompleted = CycleCompleted
-	RunFailed    = CycleFailed
-	RunHalted    = CycleHalted
-	RunAborted   = CycleAborted
+	RunRunning    = CycleRunning
+	RunCompleted  = CycleCompleted
+	RunFailed     = CycleFailed
+	RunHalted     = CycleHalted
+	RunAborted    = CycleAborted
+	RunIncomplete = CycleIncomplete
 )
 
 // Finished reports whether a cycle with this status will run no more steps.
 func (s CycleStatus) Finished() bool {
-	return s == CycleCompleted || s == CycleFailed || s == CycleAborted
+	return s == CycleCompleted || s == CycleFailed || s == CycleAborted || s == CycleIncomplete
 }
 
 // Cycle is a run of the learning loop: its id is the UTC start time as

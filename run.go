@@ -156,10 +156,12 @@ const (
 )
 
 // CapAction is what happens at a step's MaxVisits: go To a step (a gate
-// step opens a gate for a person), or Halt the run with its state kept.
+// step opens a gate for a person), Halt the run with its state kept, or
+// End it incomplete (RunIncomplete): the loop gave up, and the run is over.
 type CapAction struct {
 	To   string
 	Halt bool
+	End  bool
 }
 
 // GateSpec configures a gate: an optional Timeout after which Default

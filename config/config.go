@@ -357,10 +357,12 @@ type Label struct {
 	Parser string `yaml:"parser"`
 }
 
-// OnCap is written halt, {to: STEP} or {gate: STEP}.
+// OnCap is written halt, end, {to: STEP} or {gate: STEP}.
 type OnCap struct {
 	// Halt is set by the plain word halt.
 	Halt bool `yaml:"-"`
+	// End is set by the plain word end: the run ends incomplete.
+	End bool `yaml:"-"`
 	// To is the step a visit past the cap goes to instead.
 	To string `yaml:"to"`
 	// Gate is a gate step that a visit past the cap opens.

@@ -308,15 +308,18 @@ func (d *decoder) decodeEnv(n *yaml.Node, v reflect.Value, path string) {
 	d.decodeStruct(n, v, path)
 }
 
-// decodeOnCap decodes on_cap: the word halt, or {to: STEP} or {gate: STEP}.
+// decodeOnCap decodes on_cap: the word halt or end, or {to: STEP} or
+// {gate: STEP}.
 func (d *decoder) decodeOnCap(n *yaml.Node, v reflect.Value, path string) {
 	switch {
 	case n.Kind == yaml.ScalarNode && n.Tag == "!!str" && n.Value == "halt":
 		v.Set(reflect.ValueOf(OnCap{Halt: true}))
+	case n.Kind == yaml.ScalarNode && n.Tag == "!!str" && n.Value == "end":
+		v.Set(reflect.ValueOf(OnCap{End: true}))
 	case n.Kind == yaml.MappingNode:
 		d.decodeStruct(n, v, path)
 	default:
-		d.fail(n, path, "want halt, {to: STEP} or {gate: STEP}, got %s", kindName(n))
+		d.fail(n, path, "want halt, end, {to: STEP} or {gate: STEP}, got %s", kindName(n))
 	}
 }
 
@@ -376,10 +379,14 @@ func editDistance(a, b string) int {
 // MarshalYAML writes a duration as the string it is read from (90s, 6h).
 func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
 
-// MarshalYAML writes on_cap as it is read: halt, {to: STEP} or {gate: STEP}.
+// MarshalYAML writes on_cap as it is read: halt, end, {to: STEP} or
+// {gate: STEP}.
 func (o OnCap) MarshalYAML() (any, error) {
-	if o.Halt {
+	switch {
+	case o.Halt:
 		return "halt", nil
+	case o.End:
+		return "end", nil
 	}
 	type plain struct {
 		To   string `yaml:"to,omitempty"`

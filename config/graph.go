@@ -113,7 +113,7 @@ func (c *Config) graphStep(key, id string, s *Step) *agentrunner.Step {
 	case s.OnCap == nil && s.MaxVisits > 0:
 		out.OnCap = agentrunner.CapAction{Halt: true} // a loop at its cap keeps its state for a person
 	case s.OnCap != nil:
-		out.OnCap = agentrunner.CapAction{Halt: s.OnCap.Halt, To: s.OnCap.To + s.OnCap.Gate}
+		out.OnCap = agentrunner.CapAction{Halt: s.OnCap.Halt, End: s.OnCap.End, To: s.OnCap.To + s.OnCap.Gate}
 	}
 	if g := s.Gate; g != nil {
 		out.Gate = &agentrunner.GateSpec{Timeout: g.Timeout.D(), Default: agentrunner.DecisionAction(g.Default)}
@@ -347,9 +347,9 @@ func (v *validator) label(key string, l *Label) {
 // onCap checks the form of on_cap; its gate form must name a gate step.
 func (v *validator) onCap(key string, p *Pipeline, o *OnCap) {
 	switch {
-	case o == nil || o.Halt:
+	case o == nil || o.Halt || o.End:
 	case (o.To == "") == (o.Gate == ""):
-		v.add(key, "want halt, {to: STEP} or {gate: STEP}: set exactly one of to and gate")
+		v.add(key, "want halt, end, {to: STEP} or {gate: STEP}: set exactly one of to and gate")
 	case o.Gate == "":
 	case p.Steps[o.Gate] == nil:
 		v.add(key+".gate", "%q is not a step of the pipeline", o.Gate)

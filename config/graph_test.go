@@ -87,8 +87,8 @@ func TestGraphFaults(t *testing.T) {
 			`testdata/graphs/graph-keys-in-pipeline/agentrunner.yaml:18:7: pipeline.steps.review.max_visits: max_visits is a key of graphs, and pipeline: is the learning loop, a chain (with parallel branches at most: then and join): move the pipeline under pipelines: (pipelines: {NAME: {start, steps}}) to use it`,
 		}},
 		{"on-cap-word", []string{
-			`testdata/graphs/on-cap-word/agentrunner.yaml:12:55: pipelines.p.steps.a.on_cap: want halt, {to: STEP} or {gate: STEP}, got the string "stop"`,
-			`testdata/graphs/on-cap-word/agentrunner.yaml:13:55: pipelines.p.steps.b.on_cap: want halt, {to: STEP} or {gate: STEP}, got a list`,
+			`testdata/graphs/on-cap-word/agentrunner.yaml:12:55: pipelines.p.steps.a.on_cap: want halt, end, {to: STEP} or {gate: STEP}, got the string "stop"`,
+			`testdata/graphs/on-cap-word/agentrunner.yaml:13:55: pipelines.p.steps.b.on_cap: want halt, end, {to: STEP} or {gate: STEP}, got a list`,
 		}},
 		{"step-keys", []string{
 			`testdata/graphs/step-keys/agentrunner.yaml:14:5: pipelines.p.final: final is the step a run that outlives max_duration is forced to: set max_duration with it`,
@@ -101,7 +101,7 @@ func TestGraphFaults(t *testing.T) {
 			`testdata/graphs/step-keys/agentrunner.yaml:19:59: pipelines.p.steps.a.routes[2].to: is required: a step name or "end"`,
 			`testdata/graphs/step-keys/agentrunner.yaml:18:9: pipelines.p.steps.a.label: the label source sets pointer and regex: set only one`,
 			`testdata/graphs/step-keys/agentrunner.yaml:20:9: pipelines.p.steps.a.join: unknown join "some" (supported: all, any)`,
-			`testdata/graphs/step-keys/agentrunner.yaml:21:9: pipelines.p.steps.a.on_cap: want halt, {to: STEP} or {gate: STEP}: set exactly one of to and gate`,
+			`testdata/graphs/step-keys/agentrunner.yaml:21:9: pipelines.p.steps.a.on_cap: want halt, end, {to: STEP} or {gate: STEP}: set exactly one of to and gate`,
 			`testdata/graphs/step-keys/agentrunner.yaml:26:9: pipelines.p.steps.g.agent: a gate runs no agent: it waits for an operator's decision`,
 			`testdata/graphs/step-keys/agentrunner.yaml:27:16: pipelines.p.steps.g.gate.default: unknown decision "maybe" (supported: approve, reject)`,
 			`testdata/graphs/step-keys/agentrunner.yaml:27:9: pipelines.p.steps.g.gate: set timeout and default together: the decision taken for the operator when the timeout passes`,
@@ -187,7 +187,7 @@ func TestGraphShapes(t *testing.T) {
 			Steps: map[string]*agentrunner.Step{
 				"route": {ID: "route", Kind: "agent", Label: &agentrunner.LabelSource{Parser: "signal"},
 					Routes:    []agentrunner.Route{{When: "WRITE", To: "write"}, {When: "REVIEW", To: "check"}, {When: "STOP", To: "end"}},
-					MaxVisits: 10, OnCap: agentrunner.CapAction{Halt: true}, Retry: def, Timeout: 10 * time.Minute, Where: at("63")},
+					MaxVisits: 10, OnCap: agentrunner.CapAction{End: true}, Retry: def, Timeout: 10 * time.Minute, Where: at("63")},
 				"write": {ID: "write", Kind: "agent", Next: "route", MaxVisits: 10, OnCap: agentrunner.CapAction{Halt: true}, Retry: def, Timeout: 10 * time.Minute, Where: at("72")},
 				"check": {ID: "check", Kind: "agent", Next: "route", MaxVisits: 10, OnCap: agentrunner.CapAction{To: "write"}, Retry: def, Timeout: 5 * time.Minute, Where: at("73")},
 			}},

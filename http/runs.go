@@ -174,7 +174,7 @@ type RunsSummary struct {
 
 // runStatuses are the statuses a run can have, for the status filter.
 var runStatuses = []agentrunner.RunStatus{agentrunner.RunQueued, agentrunner.RunRunning, agentrunner.RunHalted,
-	agentrunner.RunCompleted, agentrunner.RunFailed, agentrunner.RunAborted}
+	agentrunner.RunCompleted, agentrunner.RunFailed, agentrunner.RunAborted, agentrunner.RunIncomplete}
 
 // viewRun is run as the API shows it.
 func (s *Server) viewRun(run *agentrunner.Run) Run {

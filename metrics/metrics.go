@@ -43,11 +43,12 @@ const eventEscalation = "escalation"
 // The graph scheduler's event types (scheduler.EventRunCompleted...),
 // copied for the same reason.
 const (
-	eventRunCompleted = "run.completed"
-	eventRunFailed    = "run.failed"
-	eventRunAborted   = "run.aborted"
-	eventRunHalted    = "run.halted"
-	eventGateDecided  = "gate.decided"
+	eventRunCompleted  = "run.completed"
+	eventRunFailed     = "run.failed"
+	eventRunAborted    = "run.aborted"
+	eventRunHalted     = "run.halted"
+	eventRunIncomplete = "run.incomplete"
+	eventGateDecided   = "gate.decided"
 )
 
 // DefaultBacklogTimeout bounds how long a scrape waits for the outbox
@@ -250,7 +251,7 @@ func (m *Metrics) Observe(ev *agentrunner.Event) {
 		class, _ := d["error_class"].(string)
 		m.attempt(ev, "failed", m.labels.value("error_class", class, names))
 		m.transition(d, "failed")
-	case eventRunCompleted, eventRunFailed, eventRunAborted, eventRunHalted:
+	case eventRunCompleted, eventRunFailed, eventRunAborted, eventRunHalted, eventRunIncomplete:
 		if p, ok := m.runPipeline(d); ok {
 			m.runs.WithLabelValues(p, strings.TrimPrefix(ev.Type, "run.")).Inc()
 		}

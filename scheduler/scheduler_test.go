@@ -274,3 +274,37 @@ func TestAJoinWhoseBranchWentElsewhereFailsTheRunSayingWhy(t *testing.T) {
 		t.Errorf("run.failed events: %v %v", evs, err)
 	}
 }
+
+func TestALoopAtItsCapWithOnCapEndEndsTheRunIncompleteAndEscalates(t *testing.T) {
+	k := &scriptKind{outputs: map[string][]string{
+		"orchestrator": {signal("orchestrator", "verifier")},
+		"verifier":     {signal("verifier", "orchestrator")},
+	}}
+	p := signalFlow()
+	p.Steps["orchestrator"].OnCap = agentrunner.CapAction{End: true}
+	h := newHarness(t, k, p)
+	h.alert = outboxAlert(t)
+	h.run()
+	id := h.startRun("signal", nil)
+	r, srs := h.waitDone(id)
+	wantErr := "step orchestrator reached its max_visits (3) before the run reached its end: the run is incomplete"
+	if r.Status != agentrunner.RunIncomplete || r.Error != wantErr || r.EndedAt.IsZero() {
+		t.Fatalf("run %s (%q, ended %v); want incomplete (%q)", r.Status, r.Error, r.EndedAt, wantErr)
+	}
+	want := "orchestrator#1:succeeded[verifier] verifier#1:succeeded[orchestrator] orchestrator#2:succeeded[verifier] verifier#2:succeeded[orchestrator] orchestrator#3:succeeded[verifier] verifier#3:succeeded[orchestrator]"
+	if got := describe(sortByOpened(srs)); got != want {
+		t.Errorf("step runs:\n got %s\nwant %s", got, want)
+	}
+	wantEsc := []map[string]any{{"pipeline": "signal", "step": "orchestrator", "visits": 3.0, "max_visits": 3.0, "policy": "end", "error": wantErr}}
+	if d := cmp.Diff(wantEsc, h.events(id, "escalation")); d != "" {
+		t.Errorf("escalation events (-want +got):\n%s", d)
+	}
+	if n := len(h.events(id, "run.incomplete")); n != 1 {
+		t.Errorf("%d run.incomplete events, want 1", n)
+	}
+	m, err := h.store.OutboxMessage(context.Background(), "escalation/"+id+"/orchestrator/cap")
+	if err != nil || !strings.Contains(string(m.Payload), `"policy":"end"`) {
+		t.Errorf("the escalation webhook: %+v, %v", m, err)
+	}
+	h.check()
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentrunner/agentrunner"
 	"github.com/agentrunner/agentrunner/graph"
+	"github.com/agentrunner/agentrunner/webhook"
 )
 
 // Event types the scheduler writes about runs, besides the attempt events
@@ -19,10 +20,12 @@ const (
 	EventRunFailed    = "run.failed"
 	EventRunHalted    = "run.halted"
 	EventRunAborted   = "run.aborted"
-	EventJoinArrived  = "join.arrived"
-	EventLoopCapped   = "loop.capped"
-	EventGateOpened   = "gate.opened"
-	EventGateDecided  = "gate.decided"
+	// EventRunIncomplete: a loop reached its cap with on_cap end.
+	EventRunIncomplete = "run.incomplete"
+	EventJoinArrived   = "join.arrived"
+	EventLoopCapped    = "loop.capped"
+	EventGateOpened    = "gate.opened"
+	EventGateDecided   = "gate.decided"
 )
 
 // handle turns a worker's result into the batch's changes. A result about
@@ -199,9 +202,31 @@ func (s *Scheduler) capped(ch *agentrunner.Change, rs *runState, st *agentrunner
 		s.open(ch, rs, st.OnCap.To, from, depth+1)
 		return
 	}
+	if st.OnCap.End {
+		s.endIncomplete(ch, rs, st, details)
+		return
+	}
 	details["action"] = "halt"
 	s.event(ch, rs, st.ID, EventLoopCapped, agentrunner.LevelWarn, details)
 	s.endRun(ch, rs, agentrunner.RunHalted, fmt.Sprintf("step %s reached its max_visits (%d): the run is halted for an operator", st.ID, st.MaxVisits))
+}
+
+// endIncomplete ends a run whose loop reached its cap with on_cap end:
+// the loop gave up before the run reached its end, which the escalation
+// event and the operators' notification say, as a failed step's do.
+func (s *Scheduler) endIncomplete(ch *agentrunner.Change, rs *runState, st *agentrunner.Step, details map[string]any) {
+	why := fmt.Sprintf("step %s reached its max_visits (%d) before the run reached its end: the run is incomplete", st.ID, st.MaxVisits)
+	details["action"] = "end"
+	s.event(ch, rs, st.ID, EventLoopCapped, agentrunner.LevelWarn, details)
+	s.event(ch, rs, st.ID, EventEscalation, agentrunner.LevelError, map[string]any{
+		"step": st.ID, "visits": rs.visits[st.ID], "max_visits": st.MaxVisits, "policy": webhook.PolicyEnd, "error": why,
+	})
+	s.alert(ch, webhook.Event{
+		Kind: webhook.KindEscalation, ID: fmt.Sprintf("escalation/%s/%s/cap", rs.run.ID, st.ID),
+		Time: s.clock.Now(), Pipeline: rs.run.Pipeline, CycleID: rs.run.ID, Step: st.ID, Agent: agentOf(st),
+		Policy: webhook.PolicyEnd, Error: why, Details: map[string]any{"max_visits": st.MaxVisits},
+	})
+	s.endRun(ch, rs, agentrunner.RunIncomplete, why)
 }
 
 // startStepRun opens a step run with its first attempt, started after the
@@ -407,7 +432,7 @@ func (s *Scheduler) endRun(ch *agentrunner.Change, rs *runState, status agentrun
 	s.moveTo(ch, rs, to)
 	typ, level := runEvent(rs.pipeline, map[agentrunner.RunStatus]string{
 		agentrunner.RunCompleted: "completed", agentrunner.RunFailed: "failed",
-		agentrunner.RunHalted: "halted", agentrunner.RunAborted: "aborted",
+		agentrunner.RunHalted: "halted", agentrunner.RunAborted: "aborted", agentrunner.RunIncomplete: "incomplete",
 	}[status]), agentrunner.LevelInfo
 	details := map[string]any{"pipeline": r.Pipeline, "status": string(status), "duration_ms": now.Sub(r.StartedAt).Milliseconds()}
 	if why != "" {

@@ -45,6 +45,9 @@ const (
 	PolicySkip = "skip"
 	// PolicyFail: the cycle ended failed; the next one runs on schedule.
 	PolicyFail = "fail"
+	// PolicyEnd: a loop reached its cap with on_cap end; the run ended
+	// incomplete, and Step names the capped step.
+	PolicyEnd = "end"
 )
 
 // Limits of an event, so one notification stays small enough for any
@@ -82,7 +85,7 @@ type Event struct {
 	Error      string `json:"error,omitempty"`
 	// Inputs are the paths of the step's input artifacts (FR-048).
 	Inputs []string `json:"inputs,omitempty"`
-	// Policy is PolicyHalt, PolicySkip or PolicyFail; required for an escalation.
+	// Policy is PolicyHalt, PolicySkip, PolicyFail or PolicyEnd; required for an escalation.
 	Policy string `json:"policy,omitempty"`
 	// Fallback is the artifact a skip used instead of the step's output.
 	Fallback string `json:"fallback,omitempty"`
@@ -143,9 +146,9 @@ func (e *Event) validate() error {
 		}
 	}
 	switch e.Policy {
-	case "", PolicyHalt, PolicySkip, PolicyFail:
+	case "", PolicyHalt, PolicySkip, PolicyFail, PolicyEnd:
 	default:
-		return fmt.Errorf("policy %q is not %q, %q or %q", clip.String(e.Policy, 40), PolicyHalt, PolicySkip, PolicyFail)
+		return fmt.Errorf("policy %q is not %q, %q, %q or %q", clip.String(e.Policy, 40), PolicyHalt, PolicySkip, PolicyFail, PolicyEnd)
 	}
 	if e.Fallback != "" && e.Policy != PolicySkip {
 		return fmt.Errorf("fallback is set but policy is %q; only %q uses a fallback artifact", e.Policy, PolicySkip)
@@ -155,7 +158,7 @@ func (e *Event) validate() error {
 			return errors.New("an escalation names no step")
 		}
 		if e.Policy == "" {
-			return fmt.Errorf("an escalation must say its policy, %q, %q or %q", PolicyHalt, PolicySkip, PolicyFail)
+			return fmt.Errorf("an escalation must say its policy, %q, %q, %q or %q", PolicyHalt, PolicySkip, PolicyFail, PolicyEnd)
 		}
 	}
 	return nil
