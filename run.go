@@ -39,8 +39,36 @@ type Pipeline struct {
 	// store's copies, are written: after each commit (ViewsEager, the
 	// zero value) or only when something reads them (ViewsOnRead).
 	Views ViewMode
+	// Document, if set, is the pipeline's shared document, which a
+	// RunFollower keeps.
+	Document *DocumentSpec
 	// Where is the pipeline's place in the configuration ("file:line").
 	Where string
+}
+
+// DocumentSpec is a pipeline's shared document (spec 2's
+// current_cycle.md): a view of the store that holds a header made from
+// the run's inputs and each succeeded step run's artifact in order,
+// rewritten after each commit before the next attempt starts, and
+// archived when the run ends. Its paths are absolute.
+type DocumentSpec struct {
+	// File is the live document of the run in flight.
+	File string
+	// Archive is the folder the ended runs' documents are archived in.
+	Archive string
+	// Iteration, if set, is the step each visit of which opens an
+	// "## Iteration N" heading.
+	Iteration string
+}
+
+// RunFollower keeps something outside the store in step with the runs
+// of a pipeline (its document). The scheduler calls Follow after each
+// commit that changed one of the pipeline's runs, before the run's next
+// attempt starts, and at its start for the pipeline's newest runs, so
+// Follow must be idempotent: it brings what it keeps to what the store
+// says, however often it is called, and whatever a crash left.
+type RunFollower interface {
+	Follow(ctx context.Context, run *Run) error
 }
 
 // ViewMode says when a pipeline's run directory, the files that are views

@@ -212,6 +212,9 @@ type Input struct {
 	Artifact string `yaml:"artifact"`
 	// Memory names the agent whose memory file is the input.
 	Memory string `yaml:"memory"`
+	// Document is the shared document of the run's pipeline
+	// (pipelines.NAME.document), as the runner wrote it for this attempt.
+	Document bool `yaml:"document"`
 	// History takes Artifact from earlier completed cycles instead of this one.
 	History *History `yaml:"history"`
 	// Description is shown in the prompt next to the path.
@@ -266,9 +269,28 @@ type Pipeline struct {
 	// MaxDuration, if set, bounds a run: once it is overdue, its
 	// unfinished steps are cut short and it is forced to Final.
 	MaxDuration Duration `yaml:"max_duration"`
+	// Document, if set, keeps one shared document for the run in flight
+	// and archives it when the run ends (spec 2's current_cycle.md).
+	Document *Document `yaml:"document"`
 
 	// Name is the pipeline's key in pipelines, or the workspace's name.
 	Name string `yaml:"-"`
+}
+
+// Document is a pipeline's shared document: a file, written by the runner
+// from the store, that holds a header made from the run's inputs and the
+// artifact of each step run that succeeded, in order; and the folder its
+// final version is archived in when the run ends. Its paths are relative
+// to the workspace, and stay inside it.
+type Document struct {
+	// File is the live document (docs/context/current_cycle.md).
+	File string `yaml:"file"`
+	// Archive is the folder of the ended runs' documents, named
+	// YYYY-MM-DD_cycle-NNN[_incomplete|_failed].md.
+	Archive string `yaml:"archive"`
+	// Iteration, if set, is the step each visit of which opens an
+	// "## Iteration N" heading.
+	Iteration string `yaml:"iteration"`
 }
 
 // PipelineSchedule starts runs of a pipeline on a clock.

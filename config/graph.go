@@ -3,13 +3,14 @@ package config
 import (
 	"errors"
 	"fmt"
-	"github.com/agentrunner/agentrunner/route"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/agentrunner/agentrunner"
 	"github.com/agentrunner/agentrunner/graph"
+	"github.com/agentrunner/agentrunner/route"
 )
 
 // runIDFormats are the run id formats a pipeline under pipelines: may use.
@@ -24,7 +25,7 @@ const DefaultRunID = agentrunner.RunIDSeq
 var graphStepKeys = []string{"routes", "label", "max_visits", "on_cap", "gate"}
 
 // graphPipelineKeys are the pipeline keys of pipelines: only.
-var graphPipelineKeys = []string{"run_id", "max_concurrent_runs", "inputs_schema", "schedule", "max_duration"}
+var graphPipelineKeys = []string{"run_id", "max_concurrent_runs", "inputs_schema", "schedule", "max_duration", "document"}
 
 // Graphs returns the root Pipeline of every pipeline of the workspace, by
 // name, for the scheduler: the learning loop's (Loop) under the
@@ -77,6 +78,9 @@ func (c *Config) graph(name string, p *Pipeline) *agentrunner.Pipeline {
 	}
 	if p.Schedule != nil {
 		g.Every = p.Schedule.Every.D()
+	}
+	if d := p.Document; d != nil {
+		g.Document = &agentrunner.DocumentSpec{File: c.Abs(d.File), Archive: c.Abs(d.Archive), Iteration: d.Iteration}
 	}
 	for id, s := range p.Steps {
 		if s != nil {
@@ -203,6 +207,51 @@ func (v *validator) graphSettings(key string, p *Pipeline) {
 	}
 	if p.Schedule != nil && p.Schedule.Every <= 0 {
 		v.add(key+".schedule.every", "must be positive: the time from one run's start to the next one's")
+	}
+	v.document(key+".document", p)
+	v.documentReaders(key, p)
+}
+
+// documentReaders checks that the agents of a pipeline without a
+// document read none.
+func (v *validator) documentReaders(key string, p *Pipeline) {
+	if p.Document != nil {
+		return
+	}
+	for _, id := range slices.Sorted(maps.Keys(p.Steps)) {
+		s := p.Steps[id]
+		if s == nil || v.c.Agents[s.Agent] == nil {
+			continue
+		}
+		for i, in := range v.c.Agents[s.Agent].Inputs {
+			if in.Document {
+				v.add(fmt.Sprintf("agents.%s.inputs[%d].document", s.Agent, i), "step %s of %s runs this agent, and the pipeline has no document", id, key)
+			}
+		}
+	}
+}
+
+// document checks a pipeline's shared document: two paths inside the
+// workspace, and runs that take turns with date-seq ids, which its one
+// file and its archive names need.
+func (v *validator) document(key string, p *Pipeline) {
+	d := p.Document
+	if d == nil {
+		return
+	}
+	for _, f := range []struct{ name, path string }{{"file", d.File}, {"archive", d.Archive}} {
+		if !filepath.IsLocal(filepath.FromSlash(f.path)) {
+			v.add(key+"."+f.name, "want a path inside the workspace, relative to agentrunner.yaml, got %q", f.path)
+		}
+	}
+	if d.Iteration != "" && p.Steps[d.Iteration] == nil {
+		v.add(key+".iteration", "%q is not a step of the pipeline", d.Iteration)
+	}
+	if p.RunID != string(agentrunner.RunIDDateSeq) {
+		v.add(key, "a document's archive is named by the run's date and number: set run_id: date-seq")
+	}
+	if p.MaxConcurrentRuns != 1 {
+		v.add(key, "one document serves one run at a time: set max_concurrent_runs: 1")
 	}
 }
 

@@ -294,8 +294,11 @@ func (v *validator) agent(name string, a *Agent) {
 	for i, in := range a.Inputs {
 		ik := fmt.Sprintf("%s.inputs[%d]", key, i)
 		switch {
+		case in.Document && (in.Artifact != "" || in.Memory != "" || in.History != nil):
+			v.add(ik, "set exactly one of artifact, memory or document")
+		case in.Document:
 		case (in.Artifact == "") == (in.Memory == ""):
-			v.add(ik, "set exactly one of artifact or memory")
+			v.add(ik, "set exactly one of artifact, memory or document")
 		case in.Memory != "":
 			if m := v.c.Agents[in.Memory]; m == nil || !m.Memory {
 				v.add(ik+".memory", "%q is not an agent with memory: true", in.Memory)

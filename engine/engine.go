@@ -22,6 +22,7 @@ import (
 
 	"github.com/agentrunner/agentrunner"
 	"github.com/agentrunner/agentrunner/config"
+	"github.com/agentrunner/agentrunner/document"
 	"github.com/agentrunner/agentrunner/internal/eventlog"
 	"github.com/agentrunner/agentrunner/mailbox"
 	"github.com/agentrunner/agentrunner/scheduler"
@@ -152,6 +153,15 @@ func (e *Engine) scheduler(pipelines map[string]*agentrunner.Pipeline) (*schedul
 		Alert:      e.alert, Inject: e.inject, BeforeViews: e.opts.BeforeViews,
 		ViewsChecked: &e.viewsChecked, Views: e.views,
 		Mailboxes: boxes, Agents: slices.Sorted(maps.Keys(cfg.Agents)),
+		Followers: map[string]agentrunner.RunFollower{},
+	}
+	for name, p := range pipelines {
+		if p.Document == nil {
+			continue
+		}
+		if opts.Followers[name], err = document.New(*p.Document, e.store); err != nil {
+			return nil, err
+		}
 	}
 	if e.opts.Reload != nil {
 		opts.Reload = e.reload

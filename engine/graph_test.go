@@ -33,7 +33,7 @@ func TestExecutionStepInAGraph(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	id, err := e.Scheduler().Start(ctx, "trade")
+	id, err := e.Scheduler().Start(ctx, "trade", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

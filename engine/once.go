@@ -23,14 +23,33 @@ func (e *Engine) RunOnce(ctx context.Context) (*agentrunner.Cycle, error) {
 	if !cfg.HasLoop() {
 		return nil, agentrunner.Errorf(agentrunner.EINVALID, "the workspace has no learning loop (pipeline:) to run a cycle of: start a run of one of its pipelines instead")
 	}
+	return e.once(ctx, cfg.Name, nil)
+}
+
+// RunPipelineOnce is RunOnce for any pipeline of the workspace: it runs
+// the pipeline's unfinished run (running or halted) to its end, else a
+// new one started now with inputs, which its inputs_schema must accept.
+func (e *Engine) RunPipelineOnce(ctx context.Context, pipeline string, inputs map[string]any) (*agentrunner.Run, error) {
+	cfg := e.Config()
+	if cfg.Graphs()[pipeline] == nil {
+		return nil, agentrunner.Errorf(agentrunner.ENOTFOUND, "no pipeline %q in the workspace", pipeline)
+	}
+	if err := cfg.CheckInputs(pipeline, inputs); err != nil {
+		return nil, err
+	}
+	return e.once(ctx, pipeline, inputs)
+}
+
+// once runs one run of the pipeline to its end (RunOnce).
+func (e *Engine) once(ctx context.Context, pipeline string, inputs map[string]any) (*agentrunner.Run, error) {
 	sched, err := e.unscheduled()
 	if err != nil {
 		return nil, err
 	}
-	// The unfinished cycle, read before the scheduler resumes it: it may
+	// The unfinished run, read before the scheduler resumes it: it may
 	// end before the scheduler is ready, and then it is the one to return,
 	// not a reason to start another.
-	before, err := e.store.UnfinishedCycle(ctx, cfg.Name)
+	before, err := e.unfinished(ctx, pipeline)
 	if err != nil && agentrunner.ErrorCode(err) != agentrunner.ENOTFOUND {
 		return nil, err
 	}
@@ -46,7 +65,7 @@ func (e *Engine) RunOnce(ctx context.Context) (*agentrunner.Cycle, error) {
 		runErr = sched.Run(ctx)
 		close(stopped)
 	}()
-	c, err := e.cycleOnce(ctx, sched, cfg.Name, before, stopped)
+	c, err := e.cycleOnce(ctx, sched, pipeline, inputs, before, stopped)
 	if err == nil && c.Status != agentrunner.CycleHalted {
 		err = ends.wait(ctx, c.ID, stopped)
 	}
@@ -75,13 +94,13 @@ func (e *Engine) unscheduled() (*scheduler.Scheduler, error) {
 // that was unfinished before (before, if not nil) and has ended since
 // unless an operator aborted it, else the oldest one queued (a
 // force-cycle given while a cycle ran), else a new one it starts.
-func (e *Engine) cycleOnce(ctx context.Context, sched *scheduler.Scheduler, loop string, before *agentrunner.Cycle, stopped <-chan struct{}) (*agentrunner.Cycle, error) {
+func (e *Engine) cycleOnce(ctx context.Context, sched *scheduler.Scheduler, loop string, inputs map[string]any, before *agentrunner.Cycle, stopped <-chan struct{}) (*agentrunner.Cycle, error) {
 	select {
 	case <-sched.Ready():
 	case <-stopped:
 		return nil, cmp.Or(ctx.Err(), errors.New("the scheduler stopped before it was ready"))
 	}
-	c, err := e.store.UnfinishedCycle(ctx, loop)
+	c, err := e.unfinished(ctx, loop)
 	if agentrunner.ErrorCode(err) != agentrunner.ENOTFOUND {
 		return c, err
 	}
@@ -97,11 +116,26 @@ func (e *Engine) cycleOnce(ctx context.Context, sched *scheduler.Scheduler, loop
 	if len(queued) > 0 {
 		return queued[len(queued)-1], nil
 	}
-	id, err := sched.Start(ctx, loop)
+	id, err := sched.Start(ctx, loop, inputs)
 	if err != nil {
 		return nil, err
 	}
 	return &agentrunner.Cycle{ID: id}, nil
+}
+
+// unfinished is the pipeline's oldest run that is running or halted, or
+// ENOTFOUND.
+func (e *Engine) unfinished(ctx context.Context, pipeline string) (*agentrunner.Run, error) {
+	runs, err := e.store.Runs(ctx, agentrunner.RunFilter{Pipeline: pipeline, Unfinished: true})
+	if err != nil {
+		return nil, err
+	}
+	for i := len(runs) - 1; i >= 0; i-- {
+		if runs[i].Status != agentrunner.RunQueued {
+			return runs[i], nil
+		}
+	}
+	return nil, agentrunner.Errorf(agentrunner.ENOTFOUND, "no unfinished run of pipeline %q", pipeline)
 }
 
 // setEnded sets the function told of every committed event (nil: none).
@@ -120,10 +154,13 @@ type ends struct {
 
 func newEnds() *ends { return &ends{ended: map[string]bool{}, news: make(chan struct{}, 1)} }
 
-// endEvents are the events that end (or halt) a cycle.
+// endEvents are the events that end (or halt) a run, under the nouns of
+// the learning loop's cycles and of other pipelines' runs.
 var endEvents = map[string]bool{
 	agentrunner.EventCycleCompleted: true, agentrunner.EventCycleFailed: true,
-	agentrunner.EventCycleAborted: true, agentrunner.EventCycleHalted: true,
+	agentrunner.EventCycleAborted: true, agentrunner.EventCycleHalted: true, "cycle.incomplete": true,
+	scheduler.EventRunCompleted: true, scheduler.EventRunFailed: true, scheduler.EventRunAborted: true,
+	scheduler.EventRunHalted: true, scheduler.EventRunIncomplete: true,
 }
 
 func (w *ends) observe(ev *agentrunner.Event) {

@@ -86,3 +86,13 @@ func writeOne(dir string, files fs.FS, p string, edit func(string, []byte) ([]by
 	}
 	return nil
 }
+
+// SetProvider sets the provider of an example's agentrunner.yaml: it
+// replaces the line that starts with line (its defaults' "  provider:
+// NAME ") with the same line naming provider, and fails if there is none.
+func SetProvider(data []byte, line, provider string) ([]byte, error) {
+	if !strings.Contains(string(data), line) {
+		return nil, fmt.Errorf("the example's agentrunner.yaml has no %q line to set the provider", strings.TrimSpace(line))
+	}
+	return []byte(strings.Replace(string(data), line, "  provider: "+provider+" ", 1)), nil
+}

@@ -105,7 +105,10 @@ func (s *Scheduler) recover(ctx context.Context) error {
 			return fmt.Errorf("resume run %s: %w", r.ID, err)
 		}
 	}
-	return s.commit(ctx)
+	if err := s.commit(ctx); err != nil {
+		return err
+	}
+	return s.followNewest(ctx)
 }
 
 // load rebuilds the state of one unfinished run.
@@ -238,20 +241,21 @@ func (s *Scheduler) schedules(ctx context.Context) error {
 // its id once the run is committed.
 type startRequest struct {
 	pipeline string
+	inputs   map[string]any
 	id       string
 	reply    chan string
 }
 
-// Start starts a run of the named pipeline, without inputs, and returns
-// its id once it is committed (queued behind max_concurrent_runs, or
+// Start starts a run of the named pipeline with inputs (checked against
+// its schema by the caller), and returns its id once it is committed (queued behind max_concurrent_runs, or
 // running). It is for the runner itself (run --once); operators start
 // runs with a command, which the audit log keeps. It fails when ctx ends
 // or the scheduler stops first.
-func (s *Scheduler) Start(ctx context.Context, pipeline string) (string, error) {
+func (s *Scheduler) Start(ctx context.Context, pipeline string, inputs map[string]any) (string, error) {
 	if s.opts.Pipelines[pipeline] == nil {
 		return "", agentrunner.Errorf(agentrunner.ENOTFOUND, "no pipeline %q", pipeline)
 	}
-	req := &startRequest{pipeline: pipeline, reply: make(chan string, 1)}
+	req := &startRequest{pipeline: pipeline, inputs: inputs, reply: make(chan string, 1)}
 	select {
 	case s.starts <- req:
 	case <-ctx.Done():
@@ -267,7 +271,7 @@ func (s *Scheduler) Start(ctx context.Context, pipeline string) (string, error) 
 
 // start starts the run a Start asked for, in the current batch.
 func (s *Scheduler) start(ctx context.Context, req *startRequest) error {
-	id, err := s.startRun(ctx, s.batch.change(), s.opts.Pipelines[req.pipeline], nil, "")
+	id, err := s.startRun(ctx, s.batch.change(), s.opts.Pipelines[req.pipeline], req.inputs, "")
 	req.id = id
 	return err
 }

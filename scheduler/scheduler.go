@@ -114,6 +114,11 @@ type Options struct {
 	// write, before they are written. It is for tests, which kill the
 	// process there to show that the store's copies restore the views.
 	BeforeViews func()
+	// Followers keep what follows the runs of a pipeline outside the
+	// store (its document), by pipeline name: each is called after every
+	// commit that changed one of the pipeline's runs, before the attempts
+	// the commit opened start, and at the start for the newest runs.
+	Followers map[string]agentrunner.RunFollower
 	// ViewsChecked, if set, is shared by the schedulers of one process:
 	// the first one checks the views at its start and sets it, the others
 	// skip the check. Nil: check at every start.
@@ -465,6 +470,9 @@ func (s *Scheduler) commit(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("commit %d state changes: %w", len(b.changes), err)
 	}
+	// Followers first, and to the end: whoever hears of a run's end from
+	// its events finds its document archived.
+	s.follow(context.WithoutCancel(ctx), us, errs)
 	s.committed(us, errs)
 	s.writeViews(b.views)
 	s.syncMailboxes(ctx, b.mail)

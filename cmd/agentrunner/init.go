@@ -3,10 +3,11 @@ package main
 import (
 	"errors"
 	"fmt"
-	"github.com/agentrunner/agentrunner/examples"
-	"github.com/agentrunner/agentrunner/examples/review"
 
+	"github.com/agentrunner/agentrunner/examples"
 	"github.com/agentrunner/agentrunner/examples/crypton"
+	"github.com/agentrunner/agentrunner/examples/review"
+	signalflow "github.com/agentrunner/agentrunner/examples/signal-flow"
 	"github.com/spf13/cobra"
 )
 
@@ -17,8 +18,10 @@ func newInitCommand() *cobra.Command {
 		Use:   "init DIR",
 		Short: "Write an example workspace (by default the Crypton learning loop) into DIR",
 		Long: `init writes an example workspace into DIR. --example chooses it: crypton (the learning
-loop, the default) or review (a review loop whose cap opens a gate for a person, run by
-agentrunner serve and started with agentrunner start review). For crypton, --provider sets
+loop, the default), review (a review loop whose cap opens a gate for a person, run by
+agentrunner serve and started with agentrunner start review) or signal-flow (spec 2's six
+roles routed by their SIGNAL BLOCKs, with the cycle document the runner keeps and archives;
+its --provider is process, the shell scripts and the default, openai or anthropic). For crypton, --provider sets
 every agent's provider: mock (offline, the default), openai, anthropic, or process (the
 Claude Code CLI, with the runner's tools over MCP). --parallel writes the loop with Research
 and Analyze on parallel branches after Plan, joined by Synthesize; the analysis then reads
@@ -36,8 +39,17 @@ provider's key is set.`,
 					return usageError(errors.New("--parallel applies to the crypton example, the learning loop"))
 				}
 				return initReview(cmd, args[0], force)
+			case "signal-flow":
+				if parallel {
+					return usageError(errors.New("--parallel applies to the crypton example, the learning loop"))
+				}
+				kind := ""
+				if cmd.Flags().Changed("provider") {
+					kind = provider
+				}
+				return initSignalFlow(cmd, args[0], force, kind)
 			default:
-				return usageError(fmt.Errorf("--example %q: choose crypton or review", example))
+				return usageError(fmt.Errorf("--example %q: choose crypton, review or signal-flow", example))
 			}
 			if _, ok := crypton.Providers[provider]; !ok {
 				return usageError(fmt.Errorf("--provider %q: choose mock, openai, anthropic or process", provider))
@@ -70,7 +82,7 @@ provider's key is set.`,
 	}
 	cmd.Flags().BoolVar(&force, "force", false, "overwrite files that already exist")
 	cmd.Flags().StringVar(&provider, "provider", "mock", "provider of every agent: mock, openai, anthropic or process")
-	cmd.Flags().StringVar(&example, "example", "crypton", "the example: crypton or review")
+	cmd.Flags().StringVar(&example, "example", "crypton", "the example: crypton, review or signal-flow")
 	cmd.Flags().BoolVar(&parallel, "parallel", false, "crypton: run research and analyze in parallel after plan, joined by synthesize")
 	return cmd
 }
@@ -92,6 +104,39 @@ func initReview(cmd *cobra.Command, dir string, force bool) error {
 	}
 	fmt.Fprintf(out, "next: cd %s && agentrunner serve, then in another terminal:\n", dir)
 	fmt.Fprintln(out, "  agentrunner start review --input topic=\"durable agents\"; agentrunner gates; agentrunner approve RUN decide -m \"ship it\"")
+	return nil
+}
+
+// initSignalFlow writes the signal-flow example with its agents on the
+// provider of kind ("": the scripts) and says how to run it.
+func initSignalFlow(cmd *cobra.Command, dir string, force bool, kind string) error {
+	if _, ok := signalflow.Providers[kind]; kind != "" && !ok {
+		return usageError(fmt.Errorf("--provider %q: the signal-flow example's agents are on process (its scripts, the default), openai or anthropic", kind))
+	}
+	written, err := signalflow.Write(dir, force, kind)
+	var exists *examples.ExistsError
+	if errors.As(err, &exists) {
+		return usageError(err)
+	}
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	who := "the scripts in agents/"
+	if kind == "openai" || kind == "anthropic" {
+		who = "model agents on the " + kind + " provider, with the prompts in agent_prompts/"
+	}
+	fmt.Fprintf(out, "wrote %d files into %s (spec 2's signal-routed flow; the agents are %s):\n", len(written), dir, who)
+	for _, f := range written {
+		fmt.Fprintf(out, "  %s\n", f)
+	}
+	switch kind {
+	case "openai":
+		fmt.Fprintln(out, "set OPENAI_API_KEY (and OPENAI_BASE_URL for an OpenAI-compatible server) before running")
+	case "anthropic":
+		fmt.Fprintln(out, "set ANTHROPIC_API_KEY before running")
+	}
+	fmt.Fprintf(out, "next: cd %s && agentrunner validate && agentrunner run --once --input goal=\"…\"\n", dir)
 	return nil
 }
 

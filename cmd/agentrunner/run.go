@@ -6,11 +6,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/config"
+	"github.com/agentrunner/agentrunner/document"
 	arhttp "github.com/agentrunner/agentrunner/http"
 	"github.com/agentrunner/agentrunner/mailbox"
 	"github.com/agentrunner/agentrunner/metrics"
@@ -19,14 +25,19 @@ import (
 )
 
 func newRunCommand() *cobra.Command {
-	var path string
+	var path, pipeline string
 	var once bool
+	var inputs []string
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run the pipeline in the foreground (--once: one cycle)",
 		Long: `run resumes the unfinished cycle, if any, and runs the pipeline. With --once it runs
 exactly one cycle, starting it now whatever the schedule says, and exits 0 only if
-the cycle completed. Without --once it runs cycles on schedule until interrupted.`,
+the cycle completed. Without --once it runs cycles on schedule until interrupted.
+
+In a workspace without the learning loop (pipeline:), --once runs one run of the
+pipeline --pipeline names (needed only when there are several), with the inputs
+--input gives, or its unfinished run if it has one.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -44,10 +55,20 @@ the cycle completed. Without --once it runs cycles on schedule until interrupted
 				r.background(cmd.Context())
 				return failureError(r.run(cmd.Context()))
 			}
-			if !ws.Config.HasLoop() {
-				return usageError(errors.New("--once runs one cycle of the learning loop (pipeline:), which this workspace does not have; start runs of its pipelines with agentrunner start PIPELINE while agentrunner serve runs"))
+			in, err := parseInputs(inputs)
+			if err != nil {
+				return err
 			}
-			c, err := r.engine.RunOnce(cmd.Context())
+			name, err := oncePipeline(ws.Config, pipeline, in)
+			if err != nil {
+				return err
+			}
+			var c *agentrunner.Run
+			if name == "" {
+				c, err = r.engine.RunOnce(cmd.Context())
+			} else {
+				c, err = r.engine.RunPipelineOnce(cmd.Context(), name, in)
+			}
 			r.flush(cmd.Context())
 			if err != nil {
 				return failureError(err)
@@ -56,8 +77,36 @@ the cycle completed. Without --once it runs cycles on schedule until interrupted
 		},
 	}
 	cmd.Flags().BoolVar(&once, "once", false, "run one cycle and exit")
+	cmd.Flags().StringVar(&pipeline, "pipeline", "", "with --once: the pipeline to run one run of (default: the learning loop, else the only pipeline)")
+	cmd.Flags().StringArrayVar(&inputs, "input", nil, "with --once: an input variable KEY=VALUE of the new run, repeatable; VALUE is JSON when it parses as JSON")
 	configFlag(cmd, &path)
 	return cmd
+}
+
+// oncePipeline is the pipeline run --once runs a run of: the one named,
+// else "" for the learning loop, else the workspace's only pipeline.
+// Inputs go to a pipeline's run; the learning loop's cycles take none.
+func oncePipeline(cfg *config.Config, named string, inputs map[string]any) (string, error) {
+	switch {
+	case named != "":
+		if cfg.Graphs()[named] == nil {
+			return "", usageError(fmt.Errorf("--pipeline %q: no such pipeline (the workspace has %s)", named, strings.Join(slices.Sorted(maps.Keys(cfg.Graphs())), ", ")))
+		}
+		if named == cfg.Name && cfg.HasLoop() {
+			named = ""
+		}
+	case cfg.HasLoop():
+	case len(cfg.Pipelines) == 1:
+		for name := range cfg.Pipelines {
+			named = name
+		}
+	default:
+		return "", usageError(fmt.Errorf("--once: the workspace has the pipelines %s; name one with --pipeline", strings.Join(slices.Sorted(maps.Keys(cfg.Pipelines)), ", ")))
+	}
+	if named == "" && len(inputs) > 0 {
+		return "", usageError(errors.New("--input: the learning loop's cycles take no inputs; name a pipeline with --pipeline"))
+	}
+	return named, nil
 }
 
 // prepare opens a loaded workspace for running.
@@ -78,6 +127,9 @@ func report(w io.Writer, r *runner, c *agentrunner.Cycle) error {
 		if info, err := e.Info(); err == nil {
 			fmt.Fprintf(w, "  %-16s %7d bytes\n", e.Name(), info.Size())
 		}
+	}
+	if p := r.engine.Config().Pipelines[c.Pipeline]; p != nil && p.Document != nil && c.Status.Finished() {
+		fmt.Fprintf(w, "archived:  %s\n", r.engine.Config().Abs(filepath.Join(p.Document.Archive, document.ArchiveName(c))))
 	}
 	switch c.Status {
 	case agentrunner.CycleCompleted:

@@ -6,7 +6,6 @@ import (
 	"embed"
 	"fmt"
 	"github.com/agentrunner/agentrunner/examples"
-	"strings"
 )
 
 // Files is the workspace: agentrunner.yaml, tools.md, agent_prompts/ and
@@ -63,9 +62,6 @@ func Write(dir string, overwrite bool, kind string, opts ...Option) ([]string, e
 		if path != "agentrunner.yaml" {
 			return data, nil
 		}
-		if !strings.Contains(string(data), defaultProvider) {
-			return nil, fmt.Errorf("the example's agentrunner.yaml has no %q line to set the provider", strings.TrimSpace(defaultProvider))
-		}
-		return []byte(strings.Replace(string(data), defaultProvider, "  provider: "+provider+" ", 1)), nil
+		return examples.SetProvider(data, defaultProvider, provider)
 	})
 }

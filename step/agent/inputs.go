@@ -40,6 +40,8 @@ func (at *attempt) inputs(ctx context.Context) ([]agentrunner.Input, error) {
 // or the same artifact from earlier runs.
 func (at *attempt) input(ctx context.Context, in config.Input) ([]agentrunner.Input, error) {
 	switch {
+	case in.Document:
+		return at.document(in)
 	case in.Memory != "":
 		if err := at.ensureMemory(in.Memory); err != nil {
 			return nil, err
@@ -69,6 +71,17 @@ func (at *attempt) runInput(ctx context.Context, in config.Input) (agentrunner.I
 		name += " (missing: the cycle ran out of time before it was produced)"
 	}
 	return agentrunner.Input{Name: name, Path: path}, nil
+}
+
+// document is the shared document of the run's pipeline, which the
+// scheduler's follower rewrote from the store before this attempt began.
+func (at *attempt) document(in config.Input) ([]agentrunner.Input, error) {
+	p := at.k.cfg.Pipelines[at.sa.Run.Pipeline]
+	if p == nil || p.Document == nil {
+		return nil, agentrunner.Fail(agentrunner.ClassConfig, "agent %s reads its pipeline's document, and pipeline %s has none", at.agent.Name, at.sa.Run.Pipeline)
+	}
+	path := at.k.cfg.Abs(p.Document.File)
+	return []agentrunner.Input{{Name: describe(in, filepath.Base(path)+", the document of this cycle"), Path: path}}, nil
 }
 
 func describe(in config.Input, def string) string {
