@@ -409,3 +409,46 @@ func TestServeAnswersTheAPIAndStopsCleanly(t *testing.T) {
 		t.Error("the API still answers after serve returned")
 	}
 }
+
+func TestDemoOfTheSignalFlowPrintsEachHandOffAndTheArchive(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "flow")
+	code, stdout, stderr := cliRun(t, "demo", "--example", "signal-flow", "--dir", dir)
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	var handOffs []string
+	for _, m := range regexp.MustCompile(`(?m)^  (\w+) +→ (\w+) +confidence [1-5], risk (low|medium|high)$`).FindAllStringSubmatch(stdout, -1) {
+		handOffs = append(handOffs, m[1]+"→"+m[2])
+	}
+	want := []string{"orchestrator→comparator", "comparator→diagnoser", "diagnoser→planner", "planner→actor", "actor→verifier", "verifier→STOP"}
+	if diff := cmp.Diff(want, handOffs); diff != "" {
+		t.Errorf("hand-offs (-want +got):\n%s\nstdout:\n%s", diff, stdout)
+	}
+	m := regexp.MustCompile(`(?m)^archived:  (\S+_cycle-001\.md)$`).FindStringSubmatch(stdout)
+	if m == nil {
+		t.Fatalf("the summary names no archived document:\n%s", stdout)
+	}
+	if data, err := os.ReadFile(m[1]); err != nil || !strings.Contains(string(data), "Next=STOP") {
+		t.Errorf("the archived document %s: %v\n%s", m[1], err, data)
+	}
+}
+
+func TestRunOnceOfAWorkspaceOfPipelinesNeedsToKnowWhichOne(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "flow")
+	if code, _, stderr := cliRun(t, "init", dir, "--example", "signal-flow"); code != exitOK {
+		t.Fatal(stderr)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--pipeline", "nope"}, `--pipeline "nope": no such pipeline (the workspace has signal-flow)`},
+		{[]string{"--input", "goal"}, `--input "goal": want KEY=VALUE`},
+		{[]string{"--input", "colour=red"}, "colour"},
+	} {
+		code, _, stderr := cliRun(t, append([]string{"run", "--once", "-c", cliConfigPath(dir)}, tc.args...)...)
+		if code == exitOK || !strings.Contains(stderr, tc.want) {
+			t.Errorf("run --once %v: exit %d, stderr %q; want it refused, saying %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}

@@ -8,22 +8,37 @@ import (
 
 	"github.com/agentrunner/agentrunner"
 	"github.com/agentrunner/agentrunner/config"
+	signalflow "github.com/agentrunner/agentrunner/examples/signal-flow"
 	"github.com/agentrunner/agentrunner/execsvc"
 	"github.com/agentrunner/agentrunner/workspace"
 	"github.com/spf13/cobra"
 )
 
 func newDemoCommand() *cobra.Command {
-	var dir string
+	var dir, example string
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Run one full cycle of the example loop offline, on mock agents",
 		Long: `demo writes the example workspace into --dir, runs every agent on the mock runtime
 against a mock Execution Service on loopback, runs exactly one full cycle and prints
-each step as it happens. Nothing leaves this machine.`,
+each step as it happens. Nothing leaves this machine.
+
+--example signal-flow runs one cycle of spec 2's signal-routed flow instead, on the
+example's shell scripts: it prints each hand-off (role, next, confidence, risk) and
+names the file the cycle's document is archived as.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
+			switch example {
+			case "crypton":
+			case "signal-flow":
+				if !cmd.Flags().Changed("dir") {
+					dir = "signal-flow-demo"
+				}
+				return demoSignalFlow(cmd, dir)
+			default:
+				return usageError(fmt.Errorf("--example %q: choose crypton or signal-flow", example))
+			}
 			if _, err := writeExample(dir, true, "mock"); err != nil {
 				return err
 			}
@@ -75,6 +90,41 @@ each step as it happens. Nothing leaves this machine.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&dir, "dir", "agentrunner-demo", "directory to write the demo workspace into")
+	cmd.Flags().StringVar(&dir, "dir", "agentrunner-demo", "directory to write the demo workspace into (signal-flow-demo for --example signal-flow)")
+	cmd.Flags().StringVar(&example, "example", "crypton", "the example to run a cycle of: crypton or signal-flow")
 	return cmd
+}
+
+// demoSignalFlow writes the signal-flow example into dir and runs one
+// cycle of it, on its scripts, to its archive.
+func demoSignalFlow(cmd *cobra.Command, dir string) error {
+	out := cmd.OutOrStdout()
+	if _, err := signalflow.Write(dir, true, ""); err != nil {
+		return err
+	}
+	ws, err := loadWorkspace(filepath.Join(dir, config.FileName))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "demo workspace: %s (spec 2's six roles, as the shell scripts in agents/)\n", dir)
+	p := &progress{w: out}
+	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	r, err := openRunner(cmd.Context(), ws, agentrunner.SystemClock{}, log, p.onEvent)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	c, err := r.engine.RunPipelineOnce(cmd.Context(), "signal-flow", map[string]any{
+		"goal":  "Make the nightly import job finish in under 10 minutes.",
+		"state": []any{"The import takes 25 minutes.", "It runs at 02:00 UTC."},
+		"docs":  []any{"docs/agent_docs/AGENTS.md", "docs/agent_docs/AGENT_ROLES.md"},
+	})
+	if err != nil {
+		return failureError(err)
+	}
+	if err := report(out, r, c); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "next: cd %s && agentrunner run --once --input goal=\"…\" (add [loop] or [fail] to the goal to see the cap or a failure)\n", dir)
+	return nil
 }

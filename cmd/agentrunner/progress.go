@@ -33,6 +33,8 @@ func (p *progress) onEvent(ev *agentrunner.Event) {
 		fmt.Fprintf(p.w, "  %-12s attempt %d %s  succeeded\n", ev.Step, d["attempt"], dur())
 	case agentrunner.EventAttemptFailed, agentrunner.EventAttemptInterrupted:
 		fmt.Fprintf(p.w, "  %-12s attempt %d %s  failed (%s): %s\n", ev.Step, d["attempt"], dur(), d["error_class"], d["error"])
+	case agentrunner.EventSignal:
+		fmt.Fprintf(p.w, "  %-12s → %-12s confidence %v, risk %v\n", ev.Agent, d["next"], d["confidence"], d["risk"])
 	case agentrunner.EventRetryScheduled:
 		fmt.Fprintf(p.w, "  %-12s attempt %d scheduled after %s\n", ev.Step, d["attempt"], d["wait"])
 	case execution.EventExecutionStatus:
