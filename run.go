@@ -24,6 +24,8 @@ type Pipeline struct {
 	// Every, if set, starts a run (without inputs) every interval, counted
 	// from the start of the pipeline's newest run.
 	Every time.Duration
+	// EveryInputs are the inputs of the runs Every starts.
+	EveryInputs map[string]any
 	// MaxDuration, if set, bounds a run: once it is overdue, its unfinished
 	// step runs are cut short and the run is forced to its Final step,
 	// which judges what the run has; with no Final step (or when the Final
@@ -242,6 +244,15 @@ type InputLister interface {
 type RetryPolicy struct {
 	Max     int
 	Backoff []time.Duration
+	// InvalidOutput retries an attempt whose output its contract refused
+	// (ClassInvalidOutput), as a model may do better at a second try.
+	InvalidOutput bool
+}
+
+// Retries reports whether a failure of class is tried again under the
+// policy (while retries are left).
+func (p RetryPolicy) Retries(class ErrorClass) bool {
+	return class.Retryable() && class != ClassInterrupted || p.InvalidOutput && class == ClassInvalidOutput
 }
 
 // Wait is the backoff before retry n (1-based).

@@ -5,6 +5,7 @@ package config
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -149,6 +150,9 @@ type Retries struct {
 	Max *int `yaml:"max"`
 	// Backoff is the wait before each retry; the last one repeats.
 	Backoff []Duration `yaml:"backoff"`
+	// InvalidOutput retries an attempt whose output its contract refused
+	// (a graph's steps; by default such an attempt fails the step at once).
+	InvalidOutput *bool `yaml:"invalid_output"`
 }
 
 // AgentDefaults are inherited by every agent.
@@ -297,6 +301,22 @@ type Document struct {
 type PipelineSchedule struct {
 	// Every is the time from one run's start to the next one's.
 	Every Duration `yaml:"every"`
+	// Inputs, if set, are the inputs of each run the schedule starts (a
+	// JSON object that the pipeline's inputs_schema must accept).
+	Inputs JSON `yaml:"inputs"`
+}
+
+// ScheduleInputs are the inputs of the runs the schedule starts, nil
+// without any.
+func (s *PipelineSchedule) ScheduleInputs() map[string]any {
+	if s == nil || len(s.Inputs) == 0 {
+		return nil
+	}
+	var in map[string]any
+	if json.Unmarshal(s.Inputs, &in) != nil {
+		return nil // validation refused it
+	}
+	return in
 }
 
 // Step kinds.

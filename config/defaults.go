@@ -234,6 +234,9 @@ func (r *Retries) withDefaults(parent Retries) {
 	if len(r.Backoff) == 0 {
 		r.Backoff = parent.Backoff
 	}
+	if r.InvalidOutput == nil {
+		r.InvalidOutput = parent.InvalidOutput
+	}
 	if len(r.Backoff) == 0 {
 		for _, d := range DefaultBackoff {
 			r.Backoff = append(r.Backoff, Duration(d))
@@ -245,6 +248,8 @@ func (r *Retries) withDefaults(parent Retries) {
 type Policy struct {
 	Max     int
 	Backoff []time.Duration
+	// InvalidOutput: an output refused by its contract is retried too.
+	InvalidOutput bool
 }
 
 // Wait returns the backoff before retry number n (1-based).
@@ -256,7 +261,7 @@ func (p Policy) Wait(n int) time.Duration {
 }
 
 func (r *Retries) policy() Policy {
-	p := Policy{Max: *r.Max}
+	p := Policy{Max: *r.Max, InvalidOutput: r.InvalidOutput != nil && *r.InvalidOutput}
 	for _, d := range r.Backoff {
 		p.Backoff = append(p.Backoff, d.D())
 	}

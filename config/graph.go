@@ -77,7 +77,7 @@ func (c *Config) graph(name string, p *Pipeline) *agentrunner.Pipeline {
 		MaxDuration: p.MaxDuration.D(), Final: p.Final, Views: agentrunner.ViewMode(p.Views),
 	}
 	if p.Schedule != nil {
-		g.Every = p.Schedule.Every.D()
+		g.Every, g.EveryInputs = p.Schedule.Every.D(), p.Schedule.ScheduleInputs()
 	}
 	if d := p.Document; d != nil {
 		g.Document = &agentrunner.DocumentSpec{File: c.Abs(d.File), Archive: c.Abs(d.Archive), Iteration: d.Iteration}
@@ -100,7 +100,7 @@ func (c *Config) graphStep(key, id string, s *Step) *agentrunner.Step {
 		// fails for good fails its run unless it says otherwise (the zero
 		// value is agentrunner.FailRun).
 		OnFailure: agentrunner.FailurePolicy(s.OnFailure),
-		Retry:     agentrunner.RetryPolicy{Max: pol.Max, Backoff: pol.Backoff},
+		Retry:     agentrunner.RetryPolicy{Max: pol.Max, Backoff: pol.Backoff, InvalidOutput: pol.InvalidOutput},
 		Timeout:   c.StepTimeout(s), Where: fileLine(c.Where(key)), Config: s,
 	}
 	if l := s.Label; l != nil {

@@ -132,12 +132,13 @@ func TestGraphFaults(t *testing.T) {
 			`testdata/graphs/input-not-produced/agentrunner.yaml:14:11: pipelines.p.steps.b.agent: agent b reads "notes.md", which no step of the pipeline produces`,
 		}},
 		{"inputs-schema", []string{
-			`testdata/graphs/inputs-schema/agentrunner.yaml:21:5: pipelines.broken.inputs_schema: broken.schema.json does not compile: broken.schema.json is not valid against metaschema: jsonschema validation failed with 'https://json-schema.org/draft/2020-12/schema#'
+			`testdata/graphs/inputs-schema/agentrunner.yaml:27:5: pipelines.broken.inputs_schema: broken.schema.json does not compile: broken.schema.json is not valid against metaschema: jsonschema validation failed with 'https://json-schema.org/draft/2020-12/schema#'
 - at '': 'allOf' failed
   - at '/properties/n': 'allOf' failed
     - at '/properties/n/minimum': got string, want number`,
 			`testdata/graphs/inputs-schema/agentrunner.yaml:16:5: pipelines.list.inputs_schema: list.schema.json: a run's inputs are a JSON object, so the schema's type must be "object", got array`,
 			`testdata/graphs/inputs-schema/agentrunner.yaml:11:5: pipelines.missing.inputs_schema: file missing.json does not exist`,
+			`testdata/graphs/inputs-schema/agentrunner.yaml:22:27: pipelines.scheduled.schedule.inputs: inputs of pipeline scheduled do not satisfy object.schema.json: at "/topic": got number, want string`,
 		}},
 	} {
 		t.Run(tt.dir, func(t *testing.T) {
@@ -164,6 +165,7 @@ func TestGraphShapes(t *testing.T) {
 	five := agentrunner.RetryPolicy{Max: 5, Backoff: def.Backoff}
 	want := map[string]*agentrunner.Pipeline{
 		"review": {Name: "review", Start: "draft", RunID: agentrunner.RunIDDateSeq, MaxConcurrentRuns: 50, Every: time.Hour,
+			EveryInputs:     map[string]any{"topic": "nightly", "rounds": 2.0},
 			InputSchemaPath: c.Abs("inputs.schema.json"), Where: at("25"),
 			Steps: map[string]*agentrunner.Step{
 				"draft": {ID: "draft", Kind: "agent", Next: "review", Retry: def, Timeout: 10 * time.Minute, Where: at("32")},

@@ -36,7 +36,29 @@ func (c *Config) loadInputSchemas() Problems {
 		}
 		c.inputSchemas[name] = sch
 	}
+	for _, name := range slices.Sorted(maps.Keys(c.Pipelines)) {
+		ps = append(ps, c.checkScheduleInputs(name)...)
+	}
 	return ps
+}
+
+// checkScheduleInputs checks a schedule's inputs: a JSON object, which the
+// pipeline's inputs_schema accepts, so a scheduled run cannot fail at its
+// start weeks later.
+func (c *Config) checkScheduleInputs(name string) Problems {
+	p := c.Pipelines[name]
+	if p == nil || p.Schedule == nil || len(p.Schedule.Inputs) == 0 {
+		return nil
+	}
+	key := "pipelines." + name + ".schedule.inputs"
+	var in map[string]any
+	if err := json.Unmarshal(p.Schedule.Inputs, &in); err != nil || in == nil {
+		return Problems{{Where: c.Where(key), Key: key, Message: "want a map of input names to values"}}
+	}
+	if err := c.CheckInputs(name, in); err != nil {
+		return Problems{{Where: c.Where(key), Key: key, Message: agentrunner.ErrorMessage(err)}}
+	}
+	return nil
 }
 
 // compileInputSchema compiles the JSON Schema file at path (draft 2020-12

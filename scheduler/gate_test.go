@@ -131,7 +131,7 @@ func TestAGateTimesOutWithItsDefaultDecision(t *testing.T) {
 
 func TestAScheduledPipelineStartsARunEveryInterval(t *testing.T) {
 	clock := &manualClock{now: time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)}
-	p := &agentrunner.Pipeline{Name: "hourly", Start: "one", Every: time.Hour, Steps: steps(
+	p := &agentrunner.Pipeline{Name: "hourly", Start: "one", Every: time.Hour, EveryInputs: map[string]any{"goal": "the nightly check"}, Steps: steps(
 		&agentrunner.Step{ID: "one", Next: agentrunner.EndStep},
 	)}
 	// probe's runs show that the scheduler passed its loop since a change.
@@ -160,6 +160,9 @@ func TestAScheduledPipelineStartsARunEveryInterval(t *testing.T) {
 		}
 	}
 	waitRuns(1) // the first at once
+	if in := runs()[0].Inputs; in["goal"] != "the nightly check" {
+		t.Errorf("the scheduled run's inputs are %v, want the schedule's", in)
+	}
 	clock.Advance(59 * time.Minute)
 	h.startRun("probe", nil) // the scheduler looked at the time after the advance
 	if n := len(runs()); n != 1 {

@@ -229,7 +229,7 @@ func (s *Scheduler) schedules(ctx context.Context) error {
 			continue
 		}
 		ch := s.batch.change()
-		if _, err := s.startRun(ctx, ch, p, nil, ""); err != nil {
+		if _, err := s.startRun(ctx, ch, p, p.EveryInputs, ""); err != nil {
 			return err
 		}
 		s.due[name] = now.Add(p.Every)

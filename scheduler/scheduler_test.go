@@ -308,3 +308,33 @@ func TestALoopAtItsCapWithOnCapEndEndsTheRunIncompleteAndEscalates(t *testing.T)
 	}
 	h.check()
 }
+
+func TestAnInvalidOutputIsRetriedOnlyWhenThePolicySaysSo(t *testing.T) {
+	for _, retry := range []bool{false, true} {
+		t.Run(fmt.Sprint("invalid_output=", retry), func(t *testing.T) {
+			k := &scriptKind{outputs: map[string][]string{"orchestrator": {signal("orchestrator", "STOP")}},
+				fail: func(a *agentrunner.StepAttempt) error {
+					if a.Attempt.Number == 1 {
+						return agentrunner.Fail(agentrunner.ClassInvalidOutput, "the SIGNAL BLOCK (line 3): Next is missing")
+					}
+					return nil
+				}}
+			p := signalFlow()
+			p.Steps["orchestrator"].Retry = agentrunner.RetryPolicy{Max: 2, InvalidOutput: retry}
+			h := newHarness(t, k, p)
+			h.run()
+			id := h.startRun("signal", nil)
+			r, _ := h.waitDone(id)
+			want, attempts := agentrunner.RunFailed, []string{"1:failed:0"}
+			if retry {
+				want, attempts = agentrunner.RunCompleted, []string{"1:failed:0", "2:succeeded:0"}
+			}
+			if r.Status != want {
+				t.Errorf("run %s (%s), want %s", r.Status, r.Error, want)
+			}
+			if d := cmp.Diff(attempts, h.attempts(id, "orchestrator")); d != "" {
+				t.Errorf("attempts (-want +got):\n%s", d)
+			}
+		})
+	}
+}

@@ -349,7 +349,7 @@ func (s *Scheduler) failAttempt(ch *agentrunner.Change, rs *runState, ss *stepSt
 		cause = agentrunner.Fail(agentrunner.ClassInterrupted, "the runner stopped during %d attempts of this step run", ss.interruptions)
 	}
 	retries := att.Number - base // retries spent so far, counting this failure
-	if class.Retryable() && class != agentrunner.ClassInterrupted && retries <= st.Retry.Max {
+	if st.Retry.Retries(class) && retries <= st.Retry.Max {
 		wait := st.Retry.Wait(retries)
 		notBefore := s.clock.Now().Add(wait)
 		s.event(ch, rs, st.ID, agentrunner.EventRetryScheduled, agentrunner.LevelInfo, map[string]any{
