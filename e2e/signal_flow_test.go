@@ -22,6 +22,8 @@ import (
 	"github.com/agentrunner/agentrunner"
 	"github.com/agentrunner/agentrunner/config"
 	"github.com/agentrunner/agentrunner/document"
+	"github.com/agentrunner/agentrunner/llm"
+	"github.com/agentrunner/agentrunner/llm/fake"
 	"github.com/agentrunner/agentrunner/sqlite"
 	"github.com/google/go-cmp/cmp"
 )
@@ -335,4 +337,58 @@ func checkSignalFlowArchive(t *testing.T, f *signalFlow, store *sqlite.Store) {
 	}
 	summary, _ := json.Marshal(outcomes)
 	t.Logf("%d cycles: %s", len(runs), summary)
+}
+
+// TestSignalFlowOnAnOpenAICompatibleServer runs a cycle of the example
+// with --provider openai: each role is a model agent that gets the cycle
+// document in its prompt and answers with its section and SIGNAL BLOCK.
+func TestSignalFlowOnAnOpenAICompatibleServer(t *testing.T) {
+	order := []string{"orchestrator", "comparator", "diagnoser", "planner", "actor", "verifier", "STOP"}
+	stages := map[string]string{"orchestrator": "ROUTE", "comparator": "COMPARE", "diagnoser": "DIAGNOSE", "planner": "PLAN", "actor": "EXECUTE", "verifier": "VERIFY"}
+	respond := func(req fake.OpenAIRequest) fake.OpenAIReply {
+		var prompt strings.Builder
+		for _, m := range req.Messages {
+			prompt.WriteString(m.Content + "\n")
+		}
+		m := agentLine.FindStringSubmatch(prompt.String())
+		if m == nil {
+			t.Errorf("the prompt does not say which agent and cycle:\n%.600s", prompt.String())
+			return fake.OpenAIReply{Text: "?"}
+		}
+		role, cycle := m[1], m[2]
+		if !strings.Contains(prompt.String(), "# Cycle: "+cycle+"\n\n## Goal\nTriage the flaky login test") {
+			t.Errorf("%s's prompt lacks the cycle document:\n%.2000s", role, prompt.String())
+		}
+		next := order[slices.Index(order, role)+1]
+		return fake.OpenAIReply{Text: fmt.Sprintf("The %s read the document and did its part.\n\n#### Context Summary\n- Read: the cycle document\n- Decided: go on\n- Hand-off: %s\n\nSIGNAL BLOCK\nAgent=%s | Cycle=%s | Step=%s | Confidence=4 | Risk=low | Next=%s\n",
+			role, next, role, cycle, stages[role], next), Usage: llm.Usage{InputTokens: 900, OutputTokens: 120}}
+	}
+	var replies []fake.OpenAIReply
+	for range 6 {
+		replies = append(replies, fake.OpenAIReply{Respond: respond})
+	}
+	srv := fake.NewOpenAI(t, testKey, replies...)
+	dir := filepath.Join(t.TempDir(), "flow")
+	if out, err := exec.Command(binary, "init", dir, "--example", "signal-flow", "--provider", "openai").CombinedOutput(); err != nil {
+		t.Fatalf("init: %v\n%s", err, out)
+	}
+	cfg := filepath.Join(dir, "agentrunner.yaml")
+	raw, _ := os.ReadFile(cfg)
+	edited := strings.Replace(string(raw), "    model: gpt-4.1\n", "    model: gpt-4.1\n    base_url: "+srv.URL()+"\n", 1)
+	if edited == string(raw) {
+		t.Fatal("the example has no openai model line to point at the fake server")
+	}
+	os.WriteFile(cfg, []byte(edited), 0o644)
+	f := &signalFlow{dir: dir, cfg: cfg, env: append(os.Environ(), "OPENAI_API_KEY="+testKey)}
+	out, code := f.runOnce(t, "Triage the flaky login test")
+	if code != 0 {
+		t.Fatalf("run --once exited %d:\n%s", code, out)
+	}
+	names := f.archived(t)
+	if len(names) != 1 {
+		t.Fatalf("archive holds %v, want one document", names)
+	}
+	if got := roles(f.archive(t, names[0])); !cmp.Equal(got, order[:6]) {
+		t.Errorf("the archived sections are %v, want %v", got, order[:6])
+	}
 }
