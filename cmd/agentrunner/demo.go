@@ -63,9 +63,7 @@ names the file the cycle's document is archived as.`,
 				return err
 			}
 			fmt.Fprintf(out, "demo workspace: %s (mock agents, mock Execution Service at %s)\n", dir, url)
-			p := &progress{w: out}
-			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-			r, err := openRunner(cmd.Context(), ws, agentrunner.SystemClock{}, log, p.onEvent)
+			r, err := demoRunner(cmd, ws)
 			if err != nil {
 				return err
 			}
@@ -107,9 +105,7 @@ func demoSignalFlow(cmd *cobra.Command, dir string) error {
 		return err
 	}
 	fmt.Fprintf(out, "demo workspace: %s (spec 2's six roles, as the shell scripts in agents/)\n", dir)
-	p := &progress{w: out}
-	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	r, err := openRunner(cmd.Context(), ws, agentrunner.SystemClock{}, log, p.onEvent)
+	r, err := demoRunner(cmd, ws)
 	if err != nil {
 		return err
 	}
@@ -127,4 +123,12 @@ func demoSignalFlow(cmd *cobra.Command, dir string) error {
 	}
 	fmt.Fprintf(out, "next: cd %s && agentrunner run --once --input goal=\"…\" (add [loop] or [fail] to the goal to see the cap or a failure)\n", dir)
 	return nil
+}
+
+// demoRunner opens a demo's workspace for running, printing each step to
+// the command's output and warnings to its error output.
+func demoRunner(cmd *cobra.Command, ws *workspace.Workspace) (*runner, error) {
+	p := &progress{w: cmd.OutOrStdout()}
+	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	return openRunner(cmd.Context(), ws, agentrunner.SystemClock{}, log, p.onEvent)
 }

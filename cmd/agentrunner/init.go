@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/agentrunner/agentrunner/examples"
 	"github.com/agentrunner/agentrunner/examples/crypton"
@@ -64,16 +65,9 @@ provider's key is set.`,
 				return err
 			}
 			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "wrote %d files into %s (agents on the %s provider%s):\n", len(written), args[0], provider, shape)
-			for _, f := range written {
-				fmt.Fprintf(out, "  %s\n", f)
-			}
-			switch provider {
-			case "openai":
-				fmt.Fprintln(out, "set OPENAI_API_KEY (and OPENAI_BASE_URL for an OpenAI-compatible server) before running")
-			case "anthropic":
-				fmt.Fprintln(out, "set ANTHROPIC_API_KEY before running")
-			case "process":
+			listWritten(out, args[0], written, fmt.Sprintf("agents on the %s provider%s", provider, shape))
+			keyHint(out, provider)
+			if provider == "process" {
 				fmt.Fprintln(out, "the agents run the claude CLI, which must be on PATH and logged in; it gets only the variables providers.claude-code.env passes")
 			}
 			fmt.Fprintf(out, "next: cd %s && agentrunner validate && agentrunner run --once\n", args[0])
@@ -90,18 +84,11 @@ provider's key is set.`,
 // initReview writes the review example and says how to run it.
 func initReview(cmd *cobra.Command, dir string, force bool) error {
 	written, err := review.Write(dir, force)
-	var exists *examples.ExistsError
-	if errors.As(err, &exists) {
-		return usageError(err)
-	}
 	if err != nil {
-		return err
+		return existsIsUsage(err)
 	}
 	out := cmd.OutOrStdout()
-	fmt.Fprintf(out, "wrote %d files into %s (a review loop whose agents are the scripts in agents/):\n", len(written), dir)
-	for _, f := range written {
-		fmt.Fprintf(out, "  %s\n", f)
-	}
+	listWritten(out, dir, written, "a review loop whose agents are the scripts in agents/")
 	fmt.Fprintf(out, "next: cd %s && agentrunner serve, then in another terminal:\n", dir)
 	fmt.Fprintln(out, "  agentrunner start review --input topic=\"durable agents\"; agentrunner gates; agentrunner approve RUN decide -m \"ship it\"")
 	return nil
@@ -114,28 +101,16 @@ func initSignalFlow(cmd *cobra.Command, dir string, force bool, kind string) err
 		return usageError(fmt.Errorf("--provider %q: the signal-flow example's agents are on process (its scripts, the default), openai or anthropic", kind))
 	}
 	written, err := signalflow.Write(dir, force, kind)
-	var exists *examples.ExistsError
-	if errors.As(err, &exists) {
-		return usageError(err)
-	}
 	if err != nil {
-		return err
+		return existsIsUsage(err)
 	}
 	out := cmd.OutOrStdout()
 	who := "the scripts in agents/"
 	if kind == "openai" || kind == "anthropic" {
 		who = "model agents on the " + kind + " provider, with the prompts in agent_prompts/"
 	}
-	fmt.Fprintf(out, "wrote %d files into %s (spec 2's signal-routed flow; the agents are %s):\n", len(written), dir, who)
-	for _, f := range written {
-		fmt.Fprintf(out, "  %s\n", f)
-	}
-	switch kind {
-	case "openai":
-		fmt.Fprintln(out, "set OPENAI_API_KEY (and OPENAI_BASE_URL for an OpenAI-compatible server) before running")
-	case "anthropic":
-		fmt.Fprintln(out, "set ANTHROPIC_API_KEY before running")
-	}
+	listWritten(out, dir, written, "spec 2's signal-routed flow; the agents are "+who)
+	keyHint(out, kind)
 	fmt.Fprintf(out, "next: cd %s && agentrunner validate && agentrunner run --once --input goal=\"…\"\n", dir)
 	return nil
 }
@@ -145,9 +120,36 @@ func initSignalFlow(cmd *cobra.Command, dir string, force bool, kind string) err
 // existing files are a usage error unless overwrite.
 func writeExample(dir string, overwrite bool, provider string, opts ...crypton.Option) ([]string, error) {
 	files, err := crypton.Write(dir, overwrite, provider, opts...)
-	var exists *examples.ExistsError
-	if errors.As(err, &exists) {
-		return nil, usageError(err)
+	if err != nil {
+		return nil, existsIsUsage(err)
 	}
 	return files, err
+}
+
+// existsIsUsage makes an example that would overwrite files a usage
+// error (nothing was written; --force would); other errors stay.
+func existsIsUsage(err error) error {
+	var exists *examples.ExistsError
+	if errors.As(err, &exists) {
+		return usageError(err)
+	}
+	return err
+}
+
+// listWritten says what init wrote into dir.
+func listWritten(out io.Writer, dir string, written []string, what string) {
+	fmt.Fprintf(out, "wrote %d files into %s (%s):\n", len(written), dir, what)
+	for _, f := range written {
+		fmt.Fprintf(out, "  %s\n", f)
+	}
+}
+
+// keyHint names the key a model provider needs before the first run.
+func keyHint(out io.Writer, provider string) {
+	switch provider {
+	case "openai":
+		fmt.Fprintln(out, "set OPENAI_API_KEY (and OPENAI_BASE_URL for an OpenAI-compatible server) before running")
+	case "anthropic":
+		fmt.Fprintln(out, "set ANTHROPIC_API_KEY before running")
+	}
 }
