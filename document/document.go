@@ -145,9 +145,12 @@ func LiveCycle(doc []byte) string {
 	return strings.TrimSpace(id)
 }
 
-// removeLive removes the live document if it is the document of run id;
-// one of a later run stays.
+// removeLive removes the live document if it is the document of run id
+// (one of a later run stays), and what a crash left of a write of it.
 func (d *Document) removeLive(id string) error {
+	if err := atomicfile.RemoveTemps(d.spec.File); err != nil {
+		return err
+	}
 	doc, err := os.ReadFile(d.spec.File)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -164,12 +167,16 @@ func (d *Document) removeLive(id string) error {
 }
 
 // put writes data to path with write-temp, fsync and rename, unless the
-// file holds it already.
+// file holds it already; a temporary file of an earlier write of path that
+// a crash left is removed first.
 func put(path string, data []byte) error {
 	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
 		return nil
 	}
 	if err := atomicfile.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	if err := atomicfile.RemoveTemps(path); err != nil { // a write a crash cut short
 		return err
 	}
 	return atomicfile.WriteFile(path, data, 0o644)

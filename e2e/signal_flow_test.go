@@ -338,6 +338,9 @@ func checkSignalFlowArchive(t *testing.T, f *signalFlow, store *sqlite.Store) {
 	if _, err := f.live(); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("current_cycle.md is still there with every cycle ended: %v", err)
 	}
+	if es, err := os.ReadDir(filepath.Join(f.dir, "docs", "context")); err != nil || len(es) != 3 {
+		t.Errorf("docs/context holds %v (%v), want README.md, archive/ and assets/ only", es, err)
+	}
 	summary, _ := json.Marshal(outcomes)
 	t.Logf("%d cycles: %s", len(runs), summary)
 }

@@ -10,10 +10,13 @@
 package atomicfile
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"syscall"
 )
@@ -134,4 +137,32 @@ func MkdirAll(dir string, perm os.FileMode) error {
 		return err
 	}
 	return SyncDir(parent)
+}
+
+// RemoveTemps removes the temporary files that writes of path left
+// behind when the process died between creating one and renaming it: a
+// crash must not leave litter beside the file it was replacing.
+func RemoveTemps(path string) error {
+	temps, err := filepath.Glob(filepath.Join(filepath.Dir(path), "."+globEscape(filepath.Base(path))+".tmp-*"))
+	if err != nil {
+		return err
+	}
+	for _, t := range temps {
+		if err := os.Remove(t); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+// globEscape quotes the characters filepath.Match treats specially.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

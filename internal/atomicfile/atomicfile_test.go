@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -198,5 +199,26 @@ func TestReplaceSwapsTheFileWithoutAnFsync(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(filepath.Dir(path)); len(entries) != 1 {
 		t.Errorf("the directory holds %d entries, want the file alone", len(entries))
+	}
+}
+
+func TestRemoveTempsRemovesOnlyTheLeftoversOfThatFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "a[1].md")
+	for _, name := range []string{".a[1].md.tmp-1x", ".a[1].md.tmp-2y", ".b.md.tmp-3z", "a[1].md", ".a[1].mdX.tmp-4"} {
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := RemoveTemps(path); err != nil {
+		t.Fatal(err)
+	}
+	es, _ := os.ReadDir(dir)
+	var left []string
+	for _, e := range es {
+		left = append(left, e.Name())
+	}
+	if want := []string{".a[1].mdX.tmp-4", ".b.md.tmp-3z", "a[1].md"}; !slices.Equal(left, want) {
+		t.Errorf("left %v, want %v", left, want)
 	}
 }
