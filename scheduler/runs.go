@@ -66,17 +66,32 @@ func (s *Scheduler) begin(ch *agentrunner.Change, rs *runState) {
 	rs.run = &r
 	s.active[r.Pipeline]++
 	s.bound(rs)
-	// The directory is a view of the run, not its record: it is made
-	// without an fsync, and a step kind makes it again if a crash lost it.
-	if err := os.MkdirAll(r.Dir, 0o755); err != nil {
-		// The step kinds make it when they publish into it; a failure that
-		// lasts fails their attempts, with the reason.
-		s.log.Warn("creating a run's directory", "run", r.ID, "dir", r.Dir, "error", err)
-	}
+	s.batch.begun[r.ID] = r.Dir
 	s.putRun(ch, rs)
 	s.event(ch, rs, "", runEvent(rs.pipeline, "started"), agentrunner.LevelInfo, map[string]any{"pipeline": r.Pipeline, "dir": r.Dir, "inputs": r.Inputs})
 	s.open(ch, rs, rs.pipeline.Start, nil, 0)
 	s.settle(ch, rs)
+}
+
+// makeDirs makes the directories of the runs the committed units began.
+// A directory is a view of its run, not its record: it is made after the
+// commit, so a crash before it leaves no directory of a run the store
+// never had (which would make the id allocator pass its id over), without
+// an fsync, and a step kind makes it again if a crash lost it.
+func (s *Scheduler) makeDirs(us []*unit, errs []error) {
+	for i, u := range us {
+		for _, id := range u.runs {
+			dir, ok := s.batch.begun[id]
+			if !ok || errs[i] != nil {
+				continue
+			}
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				// The step kinds make it when they publish into it; a
+				// failure that lasts fails their attempts, with the reason.
+				s.log.Warn("creating a run's directory", "run", id, "dir", dir, "error", err)
+			}
+		}
+	}
 }
 
 // recover reads the unfinished runs back from the store. Attempts that

@@ -472,6 +472,7 @@ func (s *Scheduler) commit(ctx context.Context) error {
 	}
 	// Followers first, and to the end: whoever hears of a run's end from
 	// its events finds its document archived.
+	s.makeDirs(us, errs)
 	s.follow(context.WithoutCancel(ctx), us, errs)
 	s.committed(us, errs)
 	s.writeViews(b.views)

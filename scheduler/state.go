@@ -84,9 +84,14 @@ type batch struct {
 	views []pendingView
 	// mail are the agents whose mailboxes the batch deposits into.
 	mail []string
+	// begun are the directories of the runs the batch begins, by run id,
+	// made once the run is committed.
+	begun map[string]string
 }
 
-func newBatch() *batch { return &batch{counted: map[*agentrunner.Change]int{}} }
+func newBatch() *batch {
+	return &batch{counted: map[*agentrunner.Change]int{}, begun: map[string]string{}}
+}
 
 // transition counts a transition ch commits.
 func (b *batch) transition(ch *agentrunner.Change) { b.counted[ch]++ }
