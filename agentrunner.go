@@ -443,10 +443,15 @@ type EventFilter struct {
 	Limit    int
 }
 
-// Store is the durable state of a workspace. The engine is its only writer.
+// Store is the durable state of a workspace. The engine is the only
+// writer of pipeline state; capsules and memory entries are written by
+// their own services (package capsule, package memory), each write one
+// transaction.
 type Store interface {
 	RunStore
 	MailStore
+	CapsuleStore
+	MemoryStore
 	// Apply commits a Change in one transaction.
 	Apply(ctx context.Context, ch *Change) error
 	// Cycle returns one cycle, or an ENOTFOUND error.

@@ -45,11 +45,13 @@ type Config struct {
 	Pipeline Pipeline `yaml:"pipeline"`
 	// Pipelines are further pipelines by name, run by the graph scheduler;
 	// they may route, loop, branch and wait at gates.
-	Pipelines        map[string]*Pipeline `yaml:"pipelines"`
-	Schedule         Schedule             `yaml:"schedule"`
-	Mailbox          Mailbox              `yaml:"mailbox"`
-	ExecutionService ExecutionService     `yaml:"execution_service"`
-	Server           Server               `yaml:"server"`
+	Pipelines map[string]*Pipeline `yaml:"pipelines"`
+	Schedule  Schedule             `yaml:"schedule"`
+	Mailbox   Mailbox              `yaml:"mailbox"`
+	// Capsules configures the capsule store (spec 3's hand-offs).
+	Capsules         Capsules         `yaml:"capsules"`
+	ExecutionService ExecutionService `yaml:"execution_service"`
+	Server           Server           `yaml:"server"`
 	// Tools declares the tools agents may call (FR-102).
 	Tools map[string]*Tool `yaml:"tools"`
 	// MCPServers are external MCP servers whose tools are imported.
@@ -444,6 +446,12 @@ type Schedule struct {
 	MinCycle Duration `yaml:"min_cycle"`
 	// MaxCycle bounds a cycle's duration.
 	MaxCycle Duration `yaml:"max_cycle"`
+}
+
+// Capsules configures the capsule store.
+type Capsules struct {
+	// MaxChars is the size cap of a capsule's text; 0: the default, 12000.
+	MaxChars int `yaml:"max_chars"`
 }
 
 // Mailbox configures the file mailboxes.

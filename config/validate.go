@@ -61,6 +61,9 @@ func (c *Config) validate() Problems {
 	} else if c.Schedule.MinCycle > c.Schedule.MaxCycle {
 		v.add("schedule.min_cycle", "%s is longer than schedule.max_cycle %s", c.Schedule.MinCycle, c.Schedule.MaxCycle)
 	}
+	if c.Capsules.MaxChars < 0 || c.Capsules.MaxChars > 1<<20 {
+		v.add("capsules.max_chars", "must be from 1 to %d characters (0: 12000), got %d", 1<<20, c.Capsules.MaxChars)
+	}
 	if c.Mailbox.MaxMessages < 1 {
 		v.add("mailbox.max_messages", "must be at least 1, got %d", c.Mailbox.MaxMessages)
 	}

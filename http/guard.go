@@ -137,7 +137,9 @@ func checkOrigin(r *http.Request) error {
 }
 
 // checkContentType refuses a state-changing request whose body is not
-// declared application/json. Every body the API reads is JSON; the check
+// declared application/json. Every body the API reads is JSON (a capsule
+// import's JSON lines may be declared application/x-ndjson too, which a
+// browser does not send cross-site without a preflight either); the check
 // comes before any route, so a form or text/plain body, which browsers
 // send cross-site without a preflight, never reaches a decoder.
 func checkContentType(r *http.Request) error {
@@ -145,7 +147,7 @@ func checkContentType(r *http.Request) error {
 		return nil
 	}
 	ct := r.Header.Get("Content-Type")
-	if mt, _, err := mime.ParseMediaType(ct); err == nil && mt == "application/json" {
+	if mt, _, err := mime.ParseMediaType(ct); err == nil && (mt == "application/json" || mt == ndjson && r.URL.Path == importPath) {
 		return nil
 	}
 	return agentrunner.Errorf(agentrunner.EUNSUPPORTED,

@@ -23,6 +23,7 @@ import (
 
 	"github.com/agentrunner/agentrunner"
 	"github.com/agentrunner/agentrunner/artifact"
+	"github.com/agentrunner/agentrunner/capsule"
 	"github.com/agentrunner/agentrunner/config"
 	arhttp "github.com/agentrunner/agentrunner/http"
 	"github.com/agentrunner/agentrunner/internal/clocktest"
@@ -420,16 +421,17 @@ func TestOpenAPIOperations(t *testing.T) {
 		if public, ok := op.Op["x-agentrunner-public"]; ok && public != config.PublicHealth && public != config.PublicMetrics {
 			t.Errorf("%s: x-agentrunner-public is %v, want %s or %s", op, public, config.PublicHealth, config.PublicMetrics)
 		}
-		// 403: a role too low, or a state-changing request from another
-		// origin; 415: a body not declared JSON; 421: a foreign Host
-		// without credentials, on every route.
-		post := op.Method == http.MethodPost
+		// 403: a role too low, or a state-changing request (POST, PATCH,
+		// DELETE) from another origin; 415: a body of a state-changing
+		// request not declared JSON; 421: a foreign Host without
+		// credentials, on every route.
+		changes := op.Method != http.MethodGet && op.Method != http.MethodHead
 		_, _, has403 := d.response(op, http.StatusForbidden)
-		if want := (hasRole && role != config.RoleViewer) || post; has403 != want {
+		if want := (hasRole && role != config.RoleViewer) || changes; has403 != want {
 			t.Errorf("%s (role %q): 403 documented = %v, want %v", op, role, has403, want)
 		}
-		if _, _, has415 := d.response(op, http.StatusUnsupportedMediaType); has415 != post {
-			t.Errorf("%s: 415 documented = %v, want %v", op, has415, post)
+		if _, _, has415 := d.response(op, http.StatusUnsupportedMediaType); has415 != changes {
+			t.Errorf("%s: 415 documented = %v, want %v", op, has415, changes)
 		}
 		if _, _, has421 := d.response(op, http.StatusMisdirectedRequest); !has421 {
 			t.Errorf("%s: 421 is not documented", op)
@@ -793,6 +795,7 @@ func (w *apiWorld) server(t *testing.T, change func(*arhttp.Options)) *arhttp.Se
 	opts := arhttp.Options{
 		Store: w.store, Config: w.config(), Clock: clocktest.New(now), Logger: slog.New(slog.DiscardHandler),
 		Mailboxes: w.mailboxes, Metrics: fakeMetrics, Engine: engineLag(0),
+		Capsules: capsule.NewService(w.store, capsule.Options{Clock: clocktest.New(now)}),
 		Tools: []tool.Spec{{Name: "web_search", Description: "Search the web.",
 			Parameters: json.RawMessage(`{"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}`)}},
 		ToolStats: func() map[string]tool.Stats {
@@ -834,8 +837,10 @@ func TestOpenAPIResponsesMatchTheSchemas(t *testing.T) {
 	d := loadAPIDoc(t)
 	w := seedAPIWorld(t)
 	servers := map[string]*arhttp.Server{
-		"":     w.server(t, nil),
-		"bare": w.server(t, func(o *arhttp.Options) { o.Mailboxes, o.Tools, o.ToolStats, o.Engine = nil, nil, nil, nil }),
+		"": w.server(t, nil),
+		"bare": w.server(t, func(o *arhttp.Options) {
+			o.Mailboxes, o.Tools, o.ToolStats, o.Engine, o.Capsules = nil, nil, nil, nil, nil
+		}),
 		"stalled": w.server(t, func(o *arhttp.Options) {
 			o.Engine = engineLag(time.Hour)
 			o.Config.Health.MaxEngineLag = config.Duration(time.Minute)
@@ -948,6 +953,58 @@ func TestOpenAPIResponsesMatchTheSchemas(t *testing.T) {
 			body: `{"strategy_id": "strat-000042", "status": "completed"}`, want: 401},
 		{name: "callback with an unknown status", method: "POST", target: "/api/execution/callback", sign: true,
 			body: `{"strategy_id": "strat-000042", "status": "done"}`, want: 400, breaksSchema: true},
+
+		{name: "store a capsule", method: "POST", target: "/api/capsules", want: 201,
+			body: capsuleJSON(map[string]any{"workspace": "crypton", "name": "handoff", "phase": "research", "role": "planner", "tags": []string{"btc"}, "capsule_text": capsuleText("Find where funding flips.")})},
+		{name: "a capsule's name taken", method: "POST", target: "/api/capsules", want: 409,
+			body: capsuleJSON(map[string]any{"workspace": "crypton", "name": "handoff", "capsule_text": capsuleText("Again.")})},
+		{name: "upsert a capsule", method: "POST", target: "/api/capsules", want: 201,
+			body: capsuleJSON(map[string]any{"workspace": "crypton", "name": "handoff", "phase": "research", "upsert": true, "capsule_text": capsuleText("Find where funding flips, v2.")})},
+		{name: "a second capsule", method: "POST", target: "/api/capsules", want: 201,
+			body: capsuleJSON(map[string]any{"workspace": "crypton", "name": "notes", "run_id": "20260314_060000", "capsule_text": capsuleText("Notes on the rate limit.")})},
+		{name: "a capsule without a section", method: "POST", target: "/api/capsules", want: 400,
+			body: capsuleJSON(map[string]any{"workspace": "crypton", "name": "bad", "capsule_text": "## Objective\n\nNothing else.\n"})},
+		{name: "a capsule without a name", method: "POST", target: "/api/capsules", want: 400, breaksSchema: true,
+			body: capsuleJSON(map[string]any{"workspace": "crypton", "capsule_text": capsuleText("x")})},
+		{name: "a capsule with an unknown field", method: "POST", target: "/api/capsules", want: 400, breaksSchema: true,
+			body: capsuleJSON(map[string]any{"workspace": "crypton", "name": "x", "colour": "red", "capsule_text": capsuleText("x")})},
+		{name: "capsules", method: "GET", target: "/api/capsules", want: 200},
+		{name: "a full page of capsules", method: "GET", target: "/api/capsules?workspace=crypton&include_deleted=true&limit=1", want: 200},
+		{name: "capsules before an id", method: "GET", target: "/api/capsules?before=2&tag=btc&phase=research&role=planner&run_id=", want: 200},
+		{name: "capsules by an unknown key", method: "GET", target: "/api/capsules?colour=red", want: 400},
+		{name: "capsules limit x", method: "GET", target: "/api/capsules?limit=x", want: 400},
+		{name: "capsules include_deleted maybe", method: "GET", target: "/api/capsules?include_deleted=maybe", want: 400},
+		{name: "search capsules", method: "GET", target: "/api/capsules/search?q=funding&workspace=crypton&limit=5", want: 200},
+		{name: "search without q", method: "GET", target: "/api/capsules/search", want: 400},
+		{name: "a search the index cannot parse", method: "GET", target: "/api/capsules/search?q=%22funding", want: 400},
+		{name: "capsule inventory", method: "GET", target: "/api/capsules/inventory", want: 200},
+		{name: "the latest capsule", method: "GET", target: "/api/capsules/latest?workspace=crypton&phase=research", want: 200},
+		{name: "the latest capsule of no workspace", method: "GET", target: "/api/capsules/latest", want: 400},
+		{name: "the latest capsule of an empty workspace", method: "GET", target: "/api/capsules/latest?workspace=nosuch", want: 404},
+		{name: "a capsule", method: "GET", target: "/api/capsules/1", want: 200},
+		{name: "a capsule of a bad id", method: "GET", target: "/api/capsules/x", want: 400},
+		{name: "an unknown capsule", method: "GET", target: "/api/capsules/999", want: 404},
+		{name: "a capsule by name", method: "GET", target: "/api/workspaces/crypton/capsules/handoff", want: 200},
+		{name: "a capsule of an unknown name", method: "GET", target: "/api/workspaces/crypton/capsules/nosuch", want: 404},
+		{name: "update a capsule", method: "PATCH", target: "/api/capsules/1", body: `{"version": 2, "role": "analyst", "tags": ["btc", "funding"]}`, want: 200},
+		{name: "update a stale version", method: "PATCH", target: "/api/capsules/1", body: `{"version": 2, "role": "writer"}`, want: 409},
+		{name: "update without a version", method: "PATCH", target: "/api/capsules/1", body: `{"role": "writer"}`, want: 400, breaksSchema: true},
+		{name: "update an unknown capsule", method: "PATCH", target: "/api/capsules/999", body: `{"version": 1}`, want: 404},
+		{name: "export capsules", method: "GET", target: "/api/capsules/export?workspace=crypton", want: 200},
+		{name: "compose capsules", method: "POST", target: "/api/capsules/compose", body: `{"capsules": [{"id": 1}, {"workspace": "crypton", "name": "notes"}]}`, want: 200},
+		{name: "compose an unknown capsule", method: "POST", target: "/api/capsules/compose", body: `{"capsules": [{"id": 999}]}`, want: 404},
+		{name: "compose nothing", method: "POST", target: "/api/capsules/compose", body: `{"capsules": []}`, want: 400, breaksSchema: true},
+		{name: "bulk update capsules", method: "POST", target: "/api/capsules/bulk-update", body: `{"filter": {"workspace": "crypton", "tag": "btc"}, "set": {"phase": "analysis"}}`, want: 200},
+		{name: "bulk update without a filter", method: "POST", target: "/api/capsules/bulk-update", body: `{"filter": {}, "set": {"phase": "x"}}`, want: 400},
+		{name: "bulk update with an unknown filter key", method: "POST", target: "/api/capsules/bulk-update", body: `{"filter": {"colour": "red"}, "set": {"phase": "x"}}`, want: 400, breaksSchema: true},
+		{name: "delete a capsule", method: "DELETE", target: "/api/capsules/2", want: 204},
+		{name: "delete a deleted capsule", method: "DELETE", target: "/api/capsules/2", want: 404},
+		{name: "import capsules", method: "POST", target: "/api/capsules/import?on_conflict=replace", contentType: "application/x-ndjson", want: 200,
+			body: capsuleRecord("crypton", "imported", 3) + "\n" + capsuleRecord("crypton", "handoff", 7) + "\n"},
+		{name: "import a bad line", method: "POST", target: "/api/capsules/import", want: 400, body: capsuleRecord("crypton", "more", 1) + "\nnot a record\n"},
+		{name: "import with an unknown policy", method: "POST", target: "/api/capsules/import?on_conflict=merge", want: 400},
+		{name: "bulk delete capsules", method: "POST", target: "/api/capsules/bulk-delete", body: `{"filter": {"workspace": "crypton"}}`, want: 200},
+		{name: "capsules not served", srv: "bare", method: "GET", target: "/api/capsules", want: 503},
 
 		{name: "status with runs", srv: "runs", method: "GET", target: "/api/status", want: 200},
 		{name: "runs", srv: "runs", method: "GET", target: "/api/runs", want: 200},

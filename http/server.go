@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/capsule"
 	"github.com/agentrunner/agentrunner/config"
 	"github.com/agentrunner/agentrunner/execsvc"
 	"github.com/agentrunner/agentrunner/mailbox"
@@ -80,6 +81,9 @@ type Options struct {
 	Auth *Authenticator
 	// Mailboxes read the store's messages for GET /api/mailboxes/{agent}.
 	Mailboxes *mailbox.Mailboxes
+	// Capsules serves the capsule routes (/api/capsules…); nil: they
+	// answer 503.
+	Capsules *capsule.Service
 	// Tools are the registered tools; ToolStats their in-process counters
 	// and breaker states (optional).
 	Tools     []tool.Spec
@@ -199,6 +203,20 @@ func (s *Server) routes() []route {
 		{pattern: "GET /api/tools", role: config.RoleViewer, handler: s.handleTools},
 		{pattern: "GET /api/mailboxes/{agent}", role: config.RoleViewer, handler: s.handleMailbox},
 		{pattern: "POST /api/mailboxes/{agent}", role: config.RoleOperator, handler: s.handlePostMailbox},
+		{pattern: "GET /api/capsules", role: config.RoleViewer, handler: s.handleCapsules},
+		{pattern: "GET /api/capsules/search", role: config.RoleViewer, handler: s.handleSearchCapsules},
+		{pattern: "GET /api/capsules/inventory", role: config.RoleViewer, handler: s.handleCapsuleInventory},
+		{pattern: "GET /api/capsules/latest", role: config.RoleViewer, handler: s.handleLatestCapsule},
+		{pattern: "GET /api/capsules/export", role: config.RoleViewer, handler: s.handleExportCapsules},
+		{pattern: "POST " + importPath, role: config.RoleOperator, handler: s.handleImportCapsules},
+		{pattern: "GET /api/capsules/{id}", role: config.RoleViewer, handler: s.handleCapsule},
+		{pattern: "GET /api/workspaces/{workspace}/capsules/{name}", role: config.RoleViewer, handler: s.handleCapsuleByName},
+		{pattern: "POST /api/capsules", role: config.RoleOperator, handler: s.handlePostCapsule},
+		{pattern: "PATCH /api/capsules/{id}", role: config.RoleOperator, handler: s.handlePatchCapsule},
+		{pattern: "DELETE /api/capsules/{id}", role: config.RoleOperator, handler: s.handleDeleteCapsule},
+		{pattern: "POST /api/capsules/bulk-update", role: config.RoleOperator, handler: s.handleBulkUpdateCapsules},
+		{pattern: "POST /api/capsules/bulk-delete", role: config.RoleOperator, handler: s.handleBulkDeleteCapsules},
+		{pattern: "POST /api/capsules/compose", role: config.RoleViewer, handler: s.handleComposeCapsules},
 		{pattern: "GET /api/events", role: config.RoleViewer, handler: s.handleEvents},
 		{pattern: "GET /api/events/stream", role: config.RoleViewer, handler: s.handleStream},
 		{pattern: "GET /api/audit", role: config.RoleViewer, handler: s.handleAudit},

@@ -271,6 +271,43 @@ func (s failingStore) Files(context.Context, agentrunner.FileFilter) ([]*agentru
 }
 func (s failingStore) Mailbox(context.Context, string) ([][]byte, error) { return nil, s.err }
 func (s failingStore) Close() error                                      { return nil }
+func (s failingStore) PutCapsule(context.Context, *agentrunner.Capsule, bool) (*agentrunner.Capsule, error) {
+	return nil, s.err
+}
+func (s failingStore) CapsuleByName(context.Context, string, string) (*agentrunner.Capsule, error) {
+	return nil, s.err
+}
+func (s failingStore) CapsuleByID(context.Context, int64) (*agentrunner.Capsule, error) {
+	return nil, s.err
+}
+func (s failingStore) UpdateCapsule(context.Context, *agentrunner.Capsule, int) (*agentrunner.Capsule, error) {
+	return nil, s.err
+}
+func (s failingStore) DeleteCapsule(context.Context, int64, time.Time) error { return s.err }
+func (s failingStore) Capsules(context.Context, agentrunner.CapsuleFilter) ([]*agentrunner.Capsule, error) {
+	return nil, s.err
+}
+func (s failingStore) SearchCapsules(context.Context, string, agentrunner.CapsuleFilter) ([]*agentrunner.CapsuleHit, error) {
+	return nil, s.err
+}
+func (s failingStore) CapsuleInventory(context.Context) ([]agentrunner.CapsuleCount, error) {
+	return nil, s.err
+}
+func (s failingStore) UpdateCapsules(context.Context, agentrunner.CapsuleFilter, agentrunner.CapsuleChanges, time.Time) (int, error) {
+	return 0, s.err
+}
+func (s failingStore) DeleteCapsules(context.Context, agentrunner.CapsuleFilter, time.Time) (int, error) {
+	return 0, s.err
+}
+func (s failingStore) AppendMemory(context.Context, *agentrunner.MemoryEntry) (*agentrunner.MemoryEntry, error) {
+	return nil, s.err
+}
+func (s failingStore) MemoryEntries(context.Context, string, int64, int) ([]*agentrunner.MemoryEntry, error) {
+	return nil, s.err
+}
+func (s failingStore) SearchMemory(context.Context, string, []string, int) ([]*agentrunner.MemoryHit, error) {
+	return nil, s.err
+}
 
 var _ agentrunner.Store = failingStore{}
 

@@ -253,8 +253,19 @@ func (s *Scope) Execute(ctx context.Context, call agentrunner.ToolCall) agentrun
 		return e.finish(call, nil, start, o)
 	}
 	st := e.state(&en.spec)
-	o := e.execute(ctx, en, st, call.Arguments)
+	o := e.execute(context.WithValue(ctx, callKey{}, call), en, st, call.Arguments)
 	return e.finish(call, st, start, o)
+}
+
+// callKey carries the call a handler runs, for CallOf.
+type callKey struct{}
+
+// CallOf returns the call a handler's context belongs to (who made it:
+// the agent, its step, cycle and attempt), for tools that act on the
+// caller's own things (its memory); ok is false outside an executor.
+func CallOf(ctx context.Context) (call agentrunner.ToolCall, ok bool) {
+	call, ok = ctx.Value(callKey{}).(agentrunner.ToolCall)
+	return call, ok
 }
 
 func (s *Scope) unknown(name string) string {

@@ -760,3 +760,27 @@ func FuzzExecuteArguments(f *testing.F) {
 		}
 	})
 }
+
+func TestAHandlerKnowsWhoCalledIt(t *testing.T) {
+	reg := NewRegistry()
+	var got agentrunner.ToolCall
+	err := reg.Register(Spec{Name: "whoami"}, HandlerFunc(func(ctx context.Context, _ json.RawMessage) (string, error) {
+		call, ok := CallOf(ctx)
+		if !ok {
+			return "", errors.New("no call in the context")
+		}
+		got = call
+		return call.Agent, nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := agentrunner.ToolCall{Name: "whoami", Agent: "plan", Step: "plan", CycleID: "20261127_090000", Attempt: 2}
+	res := NewExecutor(reg, Options{}).Scope([]string{"whoami"}).Execute(context.Background(), call)
+	if res.IsError || res.Message != "plan" || got.CycleID != call.CycleID || got.Attempt != 2 {
+		t.Errorf("result %+v, call seen %+v", res, got)
+	}
+	if _, ok := CallOf(context.Background()); ok {
+		t.Error("CallOf found a call outside an executor")
+	}
+}

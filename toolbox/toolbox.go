@@ -16,9 +16,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/capsule"
 	"github.com/agentrunner/agentrunner/config"
 	"github.com/agentrunner/agentrunner/internal/childenv"
 	"github.com/agentrunner/agentrunner/mcp"
+	"github.com/agentrunner/agentrunner/memory"
 	"github.com/agentrunner/agentrunner/tool"
 	"github.com/agentrunner/agentrunner/tool/bird"
 	"github.com/agentrunner/agentrunner/tool/indicators"
@@ -36,6 +39,12 @@ type Deps struct {
 	Now     func() time.Time
 	// Kinds are the kinds of tool that can be built; nil: Builtin().
 	Kinds Kinds
+	// Capsules is the capsule store the capsule tools work on; nil: they
+	// are built, and a call says the store is not open.
+	Capsules agentrunner.CapsuleStore
+	// Memory is the agents' memories the memory tools work on; nil: they
+	// are built, and a call says the memories are not open.
+	Memory *memory.Log
 }
 
 // Kind is one kind of tool: what its section in the configuration holds,
@@ -57,13 +66,17 @@ type Kinds map[string]Kind
 // Builtin returns the kinds of tool agentrunner has: the one place a kind
 // is registered.
 func Builtin() Kinds {
-	return Kinds{
+	k := Kinds{
 		websearch.Kind:  {Config: websearch.ToolKind(), Build: buildWebSearch, Needs: webSearchNeeds},
 		webfetch.Kind:   {Config: webfetch.ToolKind(), Build: buildWebFetch},
 		bird.Kind:       {Config: bird.ToolKind(), Build: buildBird},
 		position.Kind:   {Config: position.ToolKind(), Build: buildPosition, Needs: positionNeeds},
 		indicators.Kind: {Config: indicators.ToolKind(), Build: buildIndicators},
 	}
+	capsuleKinds(k)
+	k[memory.ToolAppend] = Kind{Config: config.ToolKind{Timeout: memory.AppendSpec.Timeout}, Build: buildMemory(memory.AppendSpec, (*memory.Log).AppendHandler)}
+	k[memory.ToolSearch] = Kind{Config: config.ToolKind{Timeout: memory.SearchSpec.Timeout}, Build: buildMemory(memory.SearchSpec, (*memory.Log).SearchHandler)}
+	return k
 }
 
 // Config returns what configuration loading needs of the kinds.
@@ -378,4 +391,71 @@ func Needs(cfg *config.Config, kinds Kinds, name string) []string {
 		}
 	}
 	return nil
+}
+
+// capsuleKinds are the capsule tools, a kind each: a tool is declared as
+// tools: {capsule_store: {kind: capsule_store}, …}.
+func capsuleKinds(k Kinds) {
+	for _, name := range capsule.Names {
+		k[name] = Kind{Config: config.ToolKind{Timeout: 30 * time.Second}, Build: buildCapsule(name)}
+	}
+}
+
+// buildCapsule builds the capsule tool of a kind on the store Deps gives.
+// Without one (validate, which opens no store) the tool is built, and a
+// call says that it has no store.
+func buildCapsule(kind string) func(cfg *config.Config, t *config.Tool, d Deps) (tool.Spec, tool.Handler, error) {
+	return func(cfg *config.Config, t *config.Tool, d Deps) (tool.Spec, tool.Handler, error) {
+		var svc *capsule.Service
+		if d.Capsules != nil {
+			svc = capsule.NewService(d.Capsules, capsule.Options{MaxChars: cfg.Capsules.MaxChars, Clock: clockOf(d.Now)})
+		}
+		for _, ct := range capsule.Tools(svc, cfg.Name) {
+			if ct.Spec.Name != kind {
+				continue
+			}
+			spec, err := tool.FromConfig(ct.Spec, t)
+			if err != nil || svc != nil {
+				return spec, ct.Handler, err
+			}
+			return spec, unavailable(kind, "the capsule store is not open in this process"), nil
+		}
+		return tool.Spec{}, nil, fmt.Errorf("no capsule tool %q", kind)
+	}
+}
+
+// clockOf is a Clock reading now (nil: the system clock).
+func clockOf(now func() time.Time) agentrunner.Clock {
+	if now == nil {
+		return agentrunner.SystemClock{}
+	}
+	return funcClock(now)
+}
+
+type funcClock func() time.Time
+
+func (f funcClock) Now() time.Time { return f() }
+
+func (f funcClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+// buildMemory builds a memory tool with the handler of the Log that Deps
+// gives, or one that says the memories are not open.
+func buildMemory(defaults tool.Spec, handler func(*memory.Log) tool.Handler) func(*config.Config, *config.Tool, Deps) (tool.Spec, tool.Handler, error) {
+	return func(_ *config.Config, t *config.Tool, d Deps) (tool.Spec, tool.Handler, error) {
+		spec, err := tool.FromConfig(defaults, t)
+		switch {
+		case err != nil:
+			return tool.Spec{}, nil, err
+		case d.Memory == nil:
+			return spec, unavailable(defaults.Name, "the memories are not open in this process"), nil
+		}
+		return spec, handler(d.Memory), nil
+	}
+}
+
+// unavailable is the handler of a tool whose backing is not open here.
+func unavailable(name, why string) tool.Handler {
+	return tool.HandlerFunc(func(context.Context, json.RawMessage) (string, error) {
+		return "", fmt.Errorf("%s: %s", name, why)
+	})
 }

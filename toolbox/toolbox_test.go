@@ -51,7 +51,7 @@ func TestBuildNamesWhatIsMissing(t *testing.T) {
 	}
 	text := ps.Error()
 	for _, want := range []string{
-		`tools.web_fetch.kind: no implementation of kind "web_scraper" (built-in kinds: bird, current_position, technical_indicators, web_fetch, web_search)`,
+		`tools.web_fetch.kind: no implementation of kind "web_scraper" (built-in kinds: bird, capsule_bulk_delete, capsule_bulk_update, capsule_compose, capsule_delete, capsule_export, capsule_fetch, capsule_fetch_many, capsule_import, capsule_inventory, capsule_latest, capsule_list, capsule_search, capsule_store, capsule_update, current_position, memory_append, memory_search, technical_indicators, web_fetch, web_search)`,
 		"tools.web_search: ", "BRAVE_API_KEY",
 		"tools.current_position: current_position reads the Execution Service: set execution_service.url",
 	} {

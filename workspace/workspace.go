@@ -216,3 +216,18 @@ func (l *loader) deliveries(w *Workspace) {
 		}
 	}
 }
+
+// Memory is what the memory file of agent starts with: the workspace's
+// memory template with {{agent}} filled in, or a heading naming the agent
+// when no agent keeps a memory that the template was read for.
+func (w *Workspace) Memory(agent string) []byte {
+	if w.MemoryTemplate == nil {
+		return []byte("# Memory of " + agent + "\n")
+	}
+	return artifact.ExpandPlaceholders(w.MemoryTemplate, func(name string) string {
+		if name == "agent" {
+			return agent
+		}
+		return "{{" + name + "}}"
+	})
+}

@@ -107,6 +107,8 @@ agents and records every state change durably, so a crash resumes where it stopp
 		newResumeCommand(),
 		newMCPCommand(),
 		newDBCommand(),
+		newCapsuleCommand(),
+		newMemoryCommand(),
 	)
 	root.AddCommand(remoteCommands()...)
 	root.AddCommand(runCommands()...)

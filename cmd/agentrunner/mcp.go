@@ -14,6 +14,7 @@ import (
 	"github.com/agentrunner/agentrunner/tool"
 	"github.com/agentrunner/agentrunner/tool/position"
 	"github.com/agentrunner/agentrunner/toolbox"
+	"github.com/agentrunner/agentrunner/workspace"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 )
@@ -45,11 +46,6 @@ it for process agents through the MCP configuration it writes for each attempt (
 			if err != nil {
 				return err
 			}
-			box, err := toolbox.Build(cmd.Context(), cfg, agent.Tools, deps)
-			if err != nil {
-				return failureError(fmt.Errorf("%w (this server runs in the environment of agent %s: a key one of its tools needs must be in the env pass list of the agent or its provider)", err, call.Agent))
-			}
-			defer box.Close()
 			// The runner that started this attempt checked the database's
 			// pages when it started; an attempt does not pay for it again.
 			store, err := openStoreWith(cmd.Context(), cfg, sqlite.OpenChecked)
@@ -57,6 +53,19 @@ it for process agents through the MCP configuration it writes for each attempt (
 				return failureError(err)
 			}
 			defer store.Close()
+			ws, err := workspace.Load(cfg)
+			if err != nil {
+				return failureError(err)
+			}
+			deps.Capsules = store
+			if deps.Memory, err = memoryLog(ws, store, agentrunner.SystemClock{}); err != nil {
+				return failureError(err)
+			}
+			box, err := toolbox.Build(cmd.Context(), cfg, agent.Tools, deps)
+			if err != nil {
+				return failureError(fmt.Errorf("%w (this server runs in the environment of agent %s: a key one of its tools needs must be in the env pass list of the agent or its provider)", err, call.Agent))
+			}
+			defer box.Close()
 			exec := tool.NewExecutor(box.Registry, tool.Options{Record: engine.EventRecorder(store, log), Secrets: toolSecrets(cfg, os.LookupEnv)})
 			scope := exec.Scope(agent.Tools)
 			if err := scope.Err(); err != nil {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/capsule"
 	"github.com/agentrunner/agentrunner/config"
 	"github.com/agentrunner/agentrunner/document"
 	arhttp "github.com/agentrunner/agentrunner/http"
@@ -186,6 +187,8 @@ Logs are JSON lines on stderr.`,
 				Tools: r.box.Registry.Specs(), ToolStats: r.tools.Stats, Metrics: r.metrics.Handler(),
 				Wake: r.wake,
 			}
+			// Capsules are read and written through the API too.
+			opts.Capsules = capsule.NewService(r.store, capsule.Options{MaxChars: cfg.Capsules.MaxChars})
 			// Runs are started, and gates decided, through the API.
 			opts.Engine, opts.Pipelines, opts.Runs = r.engine, cfg.Graphs(), r.engine.Scheduler()
 			srv, err := arhttp.New(opts)

@@ -17,6 +17,7 @@ import (
 	"github.com/agentrunner/agentrunner/llm"
 	"github.com/agentrunner/agentrunner/llm/anthropic"
 	"github.com/agentrunner/agentrunner/llm/openai"
+	"github.com/agentrunner/agentrunner/memory"
 	"github.com/agentrunner/agentrunner/metrics"
 	"github.com/agentrunner/agentrunner/runtime/mock"
 	"github.com/agentrunner/agentrunner/runtime/model"
@@ -285,9 +286,12 @@ func openRunner(ctx context.Context, ws *workspace.Workspace, clock agentrunner.
 	if len(problems) > 0 {
 		return nil, problems
 	}
-	deps := toolbox.Deps{LookupEnv: lookupEnv, Now: clock.Now}
+	deps := toolbox.Deps{LookupEnv: lookupEnv, Now: clock.Now, Capsules: r.store}
 	if es != nil {
 		deps.Account = es
+	}
+	if deps.Memory, err = memoryLog(ws, r.store, clock); err != nil {
+		return nil, err
 	}
 	if r.box, err = toolbox.Build(ctx, cfg, toolbox.InUse(cfg), deps); err != nil {
 		return nil, err
@@ -476,4 +480,13 @@ func (r *runner) flush(ctx context.Context) {
 	if _, err := r.dispatcher.DeliverDue(ctx); err != nil {
 		r.log.Error("delivering the outbox", "error", err)
 	}
+}
+
+// memoryLog is the agents' memories of a workspace on its store.
+func memoryLog(ws *workspace.Workspace, store agentrunner.MemoryStore, clock agentrunner.Clock) (*memory.Log, error) {
+	return memory.NewLog(store, memory.LogOptions{
+		Path:     ws.Layout.Memory,
+		Template: func(agent string) ([]byte, error) { return ws.Memory(agent), nil },
+		Clock:    clock,
+	})
 }

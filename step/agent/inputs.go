@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 
 	"github.com/agentrunner/agentrunner"
-	"github.com/agentrunner/agentrunner/artifact"
 	"github.com/agentrunner/agentrunner/config"
 	"github.com/agentrunner/agentrunner/memory"
 )
@@ -130,12 +129,7 @@ func (at *attempt) history(ctx context.Context, in config.Input) ([]agentrunner.
 func (at *attempt) ensureMemory(agent string) error {
 	k := at.k
 	path := k.ws.Layout.Memory(agent)
-	tmpl := artifact.ExpandPlaceholders(k.ws.MemoryTemplate, func(name string) string {
-		if name == "agent" {
-			return agent
-		}
-		return "{{" + name + "}}"
-	})
+	tmpl := k.ws.Memory(agent)
 	var created bool
 	err := k.fileOp(OpMemory, func() (err error) {
 		created, err = memory.Ensure(path, tmpl)
