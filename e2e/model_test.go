@@ -53,6 +53,10 @@ func (b brain) turn(system string, offered []string, results []string) ([]llm.To
 		if slices.Contains(offered, "current_position") {
 			calls = append(calls, llm.ToolCall{ID: "pos-1", Name: "current_position", Arguments: json.RawMessage(`{}`)})
 		}
+		if slices.Contains(offered, "memory_append") {
+			note := fmt.Sprintf(`{"text":"cycle %s: %s kept its levels; lesson %s-%s"}`, cycle, agent, agent, cycle)
+			calls = append(calls, llm.ToolCall{ID: "mem-1", Name: "memory_append", Arguments: json.RawMessage(note)})
+		}
 		return calls, ""
 	}
 	for _, r := range results {
@@ -105,7 +109,7 @@ func modelWorkspace(t *testing.T, provider, baseURL string) string {
 	for old, repl := range map[string]string{
 		"    model: gpt-4.1\n":                                       "    model: gpt-4.1\n    base_url: " + baseURL + "\n",
 		"    model: claude-sonnet-4-5\n":                             "    model: claude-sonnet-4-5\n    base_url: " + baseURL + "\n",
-		"tools: [web_search, web_fetch, bird, technical_indicators]": "tools: [technical_indicators]",
+		"tools: [web_search, web_fetch, bird, technical_indicators, memory_append, memory_search]": "tools: [technical_indicators, memory_append, memory_search]",
 		"    provider: binance\n":                                    "    provider: csv\n    data_dir: " + data + "\n",
 	} {
 		if !strings.Contains(s, old) {
@@ -165,8 +169,8 @@ func runModelCycle(t *testing.T, cfgPath, keyEnv string, es *execsvc.Mock) {
 			}
 		}
 	}
-	if toolCalls["filesystem_read"] != 5 || toolCalls["technical_indicators"] != 3 || toolCalls["current_position"] != 3 {
-		t.Errorf("tool.call events per tool: %v, want filesystem_read 5, technical_indicators 3, current_position 3", toolCalls)
+	if toolCalls["filesystem_read"] != 5 || toolCalls["technical_indicators"] != 3 || toolCalls["current_position"] != 3 || toolCalls["memory_append"] != 3 {
+		t.Errorf("tool.call events per tool: %v, want filesystem_read 5, technical_indicators 3, current_position 3, memory_append 3", toolCalls)
 	}
 	filepath.WalkDir(filepath.Join(dir, "artifacts"), func(path string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && !strings.HasSuffix(path, ".db") && !strings.Contains(path, "state.db") {
@@ -259,5 +263,71 @@ func TestLearningLoopOnAnthropicServer(t *testing.T) {
 		if got := req.Header.Get("X-Api-Key"); got != testKey {
 			t.Errorf("x-api-key %q", got)
 		}
+	}
+}
+
+// TestLearningLoopMemoryGrowsFromCycleToCycle runs two cycles on the fake
+// OpenAI-compatible server: the plan agent appends to its memory in each,
+// so plan/memory.md grows by an entry per cycle, and `agentrunner memory
+// search` finds both.
+func TestLearningLoopMemoryGrowsFromCycleToCycle(t *testing.T) {
+	b := brain{t: t}
+	respond := func(req fake.OpenAIRequest) fake.OpenAIReply {
+		var system string
+		var results []string
+		for _, m := range req.Messages {
+			switch m.Role {
+			case "system":
+				system = m.Content
+			case "tool":
+				results = append(results, m.Content)
+			}
+		}
+		var offered []string
+		for _, tl := range req.Tools {
+			offered = append(offered, tl.Name)
+		}
+		calls, text := b.turn(system, offered, results)
+		if len(calls) > 0 {
+			return fake.OpenAIReply{ToolCalls: calls, FinishReason: "tool_calls"}
+		}
+		return fake.OpenAIReply{Text: text, FinishReason: "stop"}
+	}
+	var replies []fake.OpenAIReply
+	for range 20 {
+		replies = append(replies, fake.OpenAIReply{Respond: respond})
+	}
+	srv := fake.NewOpenAI(t, testKey, replies...)
+	cfgPath := modelWorkspace(t, "openai", srv.URL())
+	es := esWithAccount()
+	url, err := es.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer es.Close()
+	env := append(os.Environ(), "OPENAI_API_KEY="+testKey, "AGENTRUNNER_EXECUTION_SERVICE_URL="+url, "AGENTRUNNER_EXECUTION_SERVICE_POLL_INTERVAL=20ms")
+	memPath := filepath.Join(filepath.Dir(cfgPath), "artifacts", "plan", "memory.md")
+	var sizes []int
+	for cycle := range 2 {
+		cmd := exec.Command(binary, "run", "--once", "-c", cfgPath)
+		cmd.Env = env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("cycle %d: run --once: %v\n%s", cycle+1, err, out)
+		}
+		mem, err := os.ReadFile(memPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(string(mem), "<!-- memory:"); n != cycle+1 {
+			t.Errorf("after cycle %d, plan/memory.md has %d entries, want %d:\n%s", cycle+1, n, cycle+1, mem)
+		}
+		sizes = append(sizes, len(mem))
+	}
+	if sizes[1] <= sizes[0] {
+		t.Errorf("plan/memory.md did not grow: %v bytes", sizes)
+	}
+	out, err := exec.Command(binary, "memory", "search", "lesson", "--agent", "plan", "-c", cfgPath).CombinedOutput()
+	if err != nil || strings.Count(string(out), "«lesson»") != 2 {
+		t.Errorf("memory search lesson --agent plan: %v\n%s\nwant both cycles' entries", err, out)
 	}
 }
