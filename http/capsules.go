@@ -124,6 +124,12 @@ func (s *Server) capsules(w http.ResponseWriter, r *http.Request) *capsule.Servi
 // capsuleQuery returns the query of a capsule route, refusing a parameter
 // that is not one of known, or one given twice.
 func capsuleQuery(r *http.Request, known ...string) (url.Values, error) {
+	return strictQuery(r, nil, known...)
+}
+
+// strictQuery returns the query of a route, refusing a parameter that is
+// not one of known, or one given twice unless it is repeatable.
+func strictQuery(r *http.Request, repeatable []string, known ...string) (url.Values, error) {
 	q := r.URL.Query()
 	for _, k := range slices.Sorted(maps.Keys(q)) {
 		switch {
@@ -134,7 +140,7 @@ func capsuleQuery(r *http.Request, known ...string) (url.Values, error) {
 			}
 			return nil, agentrunner.Errorf(agentrunner.EINVALID, "unknown query parameter %q: %s %s takes %s",
 				clip.String(k, maxQuoted), r.Method, clip.String(r.URL.Path, maxQuoted), takes)
-		case len(q[k]) > 1:
+		case len(q[k]) > 1 && !slices.Contains(repeatable, k):
 			return nil, agentrunner.Errorf(agentrunner.EINVALID, "query parameter %s is given %d times; give it once", k, len(q[k]))
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -29,6 +30,7 @@ import (
 	"github.com/agentrunner/agentrunner/internal/clocktest"
 	"github.com/agentrunner/agentrunner/internal/mailboxtest"
 	"github.com/agentrunner/agentrunner/mailbox"
+	"github.com/agentrunner/agentrunner/memory"
 	"github.com/agentrunner/agentrunner/sqlite"
 	"github.com/agentrunner/agentrunner/tool"
 	"github.com/agentrunner/agentrunner/webhook"
@@ -789,6 +791,21 @@ func (w *apiWorld) config() *config.Config {
 	return cfg
 }
 
+// memory returns the agents' memories of the workspace; their files are
+// under the artifacts dir, and writing one fails with fault when set.
+func (w *apiWorld) memory(t *testing.T, fault error) *memory.Log {
+	t.Helper()
+	l, err := memory.NewLog(w.store, memory.LogOptions{
+		Path:   func(agent string) string { return filepath.Join(w.artifacts, agent, "memory.md") },
+		Clock:  clocktest.New(now),
+		Faults: func(string) error { return fault },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
 // server returns a server of the workspace, changed by opts.
 func (w *apiWorld) server(t *testing.T, change func(*arhttp.Options)) *arhttp.Server {
 	t.Helper()
@@ -796,6 +813,7 @@ func (w *apiWorld) server(t *testing.T, change func(*arhttp.Options)) *arhttp.Se
 		Store: w.store, Config: w.config(), Clock: clocktest.New(now), Logger: slog.New(slog.DiscardHandler),
 		Mailboxes: w.mailboxes, Metrics: fakeMetrics, Engine: engineLag(0),
 		Capsules: capsule.NewService(w.store, capsule.Options{Clock: clocktest.New(now)}),
+		Memory:   w.memory(t, nil),
 		Tools: []tool.Spec{{Name: "web_search", Description: "Search the web.",
 			Parameters: json.RawMessage(`{"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}`)}},
 		ToolStats: func() map[string]tool.Stats {
@@ -839,7 +857,10 @@ func TestOpenAPIResponsesMatchTheSchemas(t *testing.T) {
 	servers := map[string]*arhttp.Server{
 		"": w.server(t, nil),
 		"bare": w.server(t, func(o *arhttp.Options) {
-			o.Mailboxes, o.Tools, o.ToolStats, o.Engine, o.Capsules = nil, nil, nil, nil, nil
+			o.Mailboxes, o.Tools, o.ToolStats, o.Engine, o.Capsules, o.Memory = nil, nil, nil, nil, nil, nil
+		}),
+		"behind": w.server(t, func(o *arhttp.Options) {
+			o.Memory = w.memory(t, errors.New("disk full"))
 		}),
 		"stalled": w.server(t, func(o *arhttp.Options) {
 			o.Engine = engineLag(time.Hour)
@@ -1005,6 +1026,23 @@ func TestOpenAPIResponsesMatchTheSchemas(t *testing.T) {
 		{name: "import with an unknown policy", method: "POST", target: "/api/capsules/import?on_conflict=merge", want: 400},
 		{name: "bulk delete capsules", method: "POST", target: "/api/capsules/bulk-delete", body: `{"filter": {"workspace": "crypton"}}`, want: 200},
 		{name: "capsules not served", srv: "bare", method: "GET", target: "/api/capsules", want: 503},
+
+		{name: "append to a memory", method: "POST", target: "/api/memory/researcher", body: `{"text": "Funding flips negative before the expiry."}`, want: 201},
+		{name: "append with the memory file behind", srv: "behind", method: "POST", target: "/api/memory/researcher", body: `{"text": "Check the rate limits."}`, want: 201},
+		{name: "a blank memory note", method: "POST", target: "/api/memory/researcher", body: `{"text": " "}`, want: 400, breaksSchema: true},
+		{name: "a memory note with an unknown field", method: "POST", target: "/api/memory/researcher", body: `{"text": "x", "step": "plan"}`, want: 400, breaksSchema: true},
+		{name: "append to an unknown agent's memory", method: "POST", target: "/api/memory/nobody", body: `{"text": "x"}`, want: 404},
+		{name: "a memory", method: "GET", target: "/api/memory/researcher", want: 200},
+		{name: "a memory without entries", method: "GET", target: "/api/memory/planner", want: 200},
+		{name: "the memory of an unknown agent", method: "GET", target: "/api/memory/nobody", want: 404},
+		{name: "a memory with a query", method: "GET", target: "/api/memory/researcher?limit=5", want: 400},
+		{name: "search the memories", method: "GET", target: "/api/memory/search?q=funding", want: 200},
+		{name: "search two agents' memories", method: "GET", target: "/api/memory/search?q=funding+OR+rate&agent=researcher&agent=planner&limit=5", want: 200},
+		{name: "search an unknown agent's memory", method: "GET", target: "/api/memory/search?q=funding&agent=nobody", want: 400},
+		{name: "a memory search the index cannot parse", method: "GET", target: "/api/memory/search?q=%22funding", want: 400},
+		{name: "a blank memory search", method: "GET", target: "/api/memory/search?q=", want: 400},
+		{name: "memory search limit 101", method: "GET", target: "/api/memory/search?q=funding&limit=101", want: 400},
+		{name: "memories not served", srv: "bare", method: "GET", target: "/api/memory/researcher", want: 503},
 
 		{name: "status with runs", srv: "runs", method: "GET", target: "/api/status", want: 200},
 		{name: "runs", srv: "runs", method: "GET", target: "/api/runs", want: 200},

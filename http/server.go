@@ -23,6 +23,7 @@ import (
 	"github.com/agentrunner/agentrunner/config"
 	"github.com/agentrunner/agentrunner/execsvc"
 	"github.com/agentrunner/agentrunner/mailbox"
+	"github.com/agentrunner/agentrunner/memory"
 	"github.com/agentrunner/agentrunner/step/execution"
 	"github.com/agentrunner/agentrunner/tool"
 	"github.com/agentrunner/agentrunner/webhook"
@@ -84,6 +85,9 @@ type Options struct {
 	// Capsules serves the capsule routes (/api/capsules…); nil: they
 	// answer 503.
 	Capsules *capsule.Service
+	// Memory serves the agents' memories (/api/memory…); nil: those
+	// routes answer 503.
+	Memory *memory.Log
 	// Tools are the registered tools; ToolStats their in-process counters
 	// and breaker states (optional).
 	Tools     []tool.Spec
@@ -203,6 +207,9 @@ func (s *Server) routes() []route {
 		{pattern: "GET /api/tools", role: config.RoleViewer, handler: s.handleTools},
 		{pattern: "GET /api/mailboxes/{agent}", role: config.RoleViewer, handler: s.handleMailbox},
 		{pattern: "POST /api/mailboxes/{agent}", role: config.RoleOperator, handler: s.handlePostMailbox},
+		{pattern: "GET /api/memory/search", role: config.RoleViewer, handler: s.handleSearchMemory},
+		{pattern: "GET /api/memory/{agent}", role: config.RoleViewer, handler: s.handleMemory},
+		{pattern: "POST /api/memory/{agent}", role: config.RoleOperator, handler: s.handlePostMemory},
 		{pattern: "GET /api/capsules", role: config.RoleViewer, handler: s.handleCapsules},
 		{pattern: "GET /api/capsules/search", role: config.RoleViewer, handler: s.handleSearchCapsules},
 		{pattern: "GET /api/capsules/inventory", role: config.RoleViewer, handler: s.handleCapsuleInventory},

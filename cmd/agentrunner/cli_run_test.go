@@ -357,8 +357,25 @@ func TestServeAnswersTheAPIAndStopsCleanly(t *testing.T) {
 	if status, body, err := cliGet(ctx, base+"/health/ready"); err != nil || status != http.StatusOK {
 		t.Errorf("GET /health/ready: %d %v %s", status, err, body)
 	}
+	// An operator appends to an agent's memory: the store has it, and the
+	// agent's memory file.
+	resp, err := http.Post(base+"/api/memory/plan", "application/json", strings.NewReader(`{"text": "Funding flips before the expiry."}`))
+	if err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("POST /api/memory/plan: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	if status, body, err := cliGet(ctx, base+"/api/memory/plan"); err != nil || status != http.StatusOK || !strings.Contains(string(body), "Funding flips before the expiry.") {
+		t.Errorf("GET /api/memory/plan: %d %v %s", status, err, body)
+	}
+	ws, err := loadWorkspace(cliConfigPath(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data, err := os.ReadFile(ws.Layout.Memory("plan")); err != nil || !strings.Contains(string(data), "Funding flips before the expiry.") {
+		t.Errorf("the memory file of plan: %v\n%s", err, data)
+	}
 	// An operator forces a cycle: the engine, waiting 24h, starts one now.
-	resp, err := http.Post(base+"/api/override/force-cycle", "application/json", strings.NewReader(`{"reason": "new data"}`))
+	resp, err = http.Post(base+"/api/override/force-cycle", "application/json", strings.NewReader(`{"reason": "new data"}`))
 	if err != nil || resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("POST /api/override/force-cycle: %v %v", resp, err)
 	}

@@ -189,6 +189,10 @@ Logs are JSON lines on stderr.`,
 			}
 			// Capsules are read and written through the API too.
 			opts.Capsules = capsule.NewService(r.store, capsule.Options{MaxChars: cfg.Capsules.MaxChars})
+			// So are the agents' memories.
+			if opts.Memory, err = memoryLog(ws, r.store, agentrunner.SystemClock{}); err != nil {
+				return failureError(err)
+			}
 			// Runs are started, and gates decided, through the API.
 			opts.Engine, opts.Pipelines, opts.Runs = r.engine, cfg.Graphs(), r.engine.Scheduler()
 			srv, err := arhttp.New(opts)
