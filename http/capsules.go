@@ -290,8 +290,7 @@ func (s *Server) handleCapsuleInventory(w http.ResponseWriter, r *http.Request) 
 	if svc == nil {
 		return
 	}
-	if _, err := capsuleQuery(r); err != nil {
-		s.writeError(w, r, err)
+	if !s.noQuery(w, r) {
 		return
 	}
 	counts, err := svc.Inventory(r.Context())
@@ -406,8 +405,7 @@ func (s *Server) handleCapsule(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if _, err := capsuleQuery(r); err != nil {
-		s.writeError(w, r, err)
+	if !s.noQuery(w, r) {
 		return
 	}
 	c, err := svc.FetchID(r.Context(), id)
@@ -425,8 +423,7 @@ func (s *Server) handleCapsuleByName(w http.ResponseWriter, r *http.Request) {
 	if svc == nil {
 		return
 	}
-	if _, err := capsuleQuery(r); err != nil {
-		s.writeError(w, r, err)
+	if !s.noQuery(w, r) {
 		return
 	}
 	c, err := svc.Fetch(r.Context(), r.PathValue("workspace"), r.PathValue("name"))
@@ -440,16 +437,8 @@ func (s *Server) handleCapsuleByName(w http.ResponseWriter, r *http.Request) {
 // handlePostCapsule stores a new capsule, or with upsert the next version
 // of the live one of its name.
 func (s *Server) handlePostCapsule(w http.ResponseWriter, r *http.Request) {
-	svc := s.capsules(w, r)
-	if svc == nil {
-		return
-	}
-	if _, err := capsuleQuery(r); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	var body CapsuleRequest
-	if !s.decode(w, r, &body, false) {
+	svc, body, ok := capsuleRequest[CapsuleRequest](s, w, r)
+	if !ok {
 		return
 	}
 	c, err := svc.Put(r.Context(), &agentrunner.Capsule{Workspace: body.Workspace, Name: body.Name, RunID: body.RunID,
@@ -474,8 +463,7 @@ func (s *Server) handlePatchCapsule(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if _, err := capsuleQuery(r); err != nil {
-		s.writeError(w, r, err)
+	if !s.noQuery(w, r) {
 		return
 	}
 	var body CapsulePatch
@@ -505,8 +493,7 @@ func (s *Server) handleDeleteCapsule(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if _, err := capsuleQuery(r); err != nil {
-		s.writeError(w, r, err)
+	if !s.noQuery(w, r) {
 		return
 	}
 	if err := svc.Delete(r.Context(), id); err != nil {
@@ -520,16 +507,8 @@ func (s *Server) handleDeleteCapsule(w http.ResponseWriter, r *http.Request) {
 // handleBulkUpdateCapsules sets phase, role or tags on every live capsule
 // a filter selects.
 func (s *Server) handleBulkUpdateCapsules(w http.ResponseWriter, r *http.Request) {
-	svc := s.capsules(w, r)
-	if svc == nil {
-		return
-	}
-	if _, err := capsuleQuery(r); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	var body CapsuleBulkUpdate
-	if !s.decode(w, r, &body, false) {
+	svc, body, ok := capsuleRequest[CapsuleBulkUpdate](s, w, r)
+	if !ok {
 		return
 	}
 	n, err := svc.BulkUpdate(r.Context(), body.Filter.Of(), agentrunner.CapsuleChanges{Phase: body.Set.Phase, Role: body.Set.Role, Tags: body.Set.Tags})
@@ -543,16 +522,8 @@ func (s *Server) handleBulkUpdateCapsules(w http.ResponseWriter, r *http.Request
 
 // handleBulkDeleteCapsules deletes every live capsule a filter selects.
 func (s *Server) handleBulkDeleteCapsules(w http.ResponseWriter, r *http.Request) {
-	svc := s.capsules(w, r)
-	if svc == nil {
-		return
-	}
-	if _, err := capsuleQuery(r); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	var body CapsuleBulkDelete
-	if !s.decode(w, r, &body, false) {
+	svc, body, ok := capsuleRequest[CapsuleBulkDelete](s, w, r)
+	if !ok {
 		return
 	}
 	n, err := svc.BulkDelete(r.Context(), body.Filter.Of())
@@ -567,16 +538,8 @@ func (s *Server) handleBulkDeleteCapsules(w http.ResponseWriter, r *http.Request
 // handleComposeCapsules joins capsules into one markdown bundle. It reads
 // only; it is a POST for its body, the list of capsules.
 func (s *Server) handleComposeCapsules(w http.ResponseWriter, r *http.Request) {
-	svc := s.capsules(w, r)
-	if svc == nil {
-		return
-	}
-	if _, err := capsuleQuery(r); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	var body CapsuleCompose
-	if !s.decode(w, r, &body, false) {
+	svc, body, ok := capsuleRequest[CapsuleCompose](s, w, r)
+	if !ok {
 		return
 	}
 	text, err := svc.Compose(r.Context(), body.Capsules)
@@ -588,4 +551,28 @@ func (s *Server) handleComposeCapsules(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusOK)
 	io.WriteString(w, text)
+}
+
+// noQuery refuses a request to a route that takes no query parameters,
+// naming the one given; it reports whether the request may go on.
+func (s *Server) noQuery(w http.ResponseWriter, r *http.Request) bool {
+	if _, err := capsuleQuery(r); err != nil {
+		s.writeError(w, r, err)
+		return false
+	}
+	return true
+}
+
+// capsuleRequest is how a capsule route with a JSON body starts: the
+// service, no query parameters, and the body decoded into T; ok is false
+// when it has answered the request already.
+func capsuleRequest[T any](s *Server, w http.ResponseWriter, r *http.Request) (svc *capsule.Service, body *T, ok bool) {
+	if svc = s.capsules(w, r); svc == nil || !s.noQuery(w, r) {
+		return nil, nil, false
+	}
+	body = new(T)
+	if !s.decode(w, r, body, false) {
+		return nil, nil, false
+	}
+	return svc, body, true
 }

@@ -88,8 +88,7 @@ func (s *Server) handleMemory(w http.ResponseWriter, r *http.Request) {
 	if agent == "" {
 		return
 	}
-	if _, err := capsuleQuery(r); err != nil {
-		s.writeError(w, r, err)
+	if !s.noQuery(w, r) {
 		return
 	}
 	entries, err := l.Entries(r.Context(), agent)
@@ -117,8 +116,7 @@ func (s *Server) handlePostMemory(w http.ResponseWriter, r *http.Request) {
 	if agent == "" {
 		return
 	}
-	if _, err := capsuleQuery(r); err != nil {
-		s.writeError(w, r, err)
+	if !s.noQuery(w, r) {
 		return
 	}
 	var body MemoryRequest
