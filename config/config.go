@@ -327,6 +327,9 @@ const (
 	StepExecution = "execution"
 	// StepGate waits for an operator's decision (pipelines: only).
 	StepGate = "gate"
+	// StepCapsule stores a capsule made from the run's artifacts
+	// (pipelines: only).
+	StepCapsule = "capsule"
 )
 
 // EndStep as a step's next ends the cycle.
@@ -335,7 +338,8 @@ const EndStep = "end"
 // Step is one node of the pipeline.
 type Step struct {
 	// Kind: agent (default) runs Agent; execution hands Artifact to the
-	// Execution Service and waits for it.
+	// Execution Service and waits for it; gate waits for an operator;
+	// capsule stores the capsule Capsule describes.
 	Kind  string `yaml:"kind"`
 	Agent string `yaml:"agent"`
 	// Next is the following step, or "end".
@@ -369,6 +373,8 @@ type Step struct {
 	OnCap *OnCap `yaml:"on_cap"`
 	// Gate configures a gate step.
 	Gate *Gate `yaml:"gate"`
+	// Capsule configures a capsule step.
+	Capsule *CapsuleStep `yaml:"capsule"`
 
 	// ID is the step's key in its pipeline's steps.
 	ID string `yaml:"-"`
@@ -703,6 +709,7 @@ func LoadWith(path string, o Options) (*Config, error) {
 	}
 	var ps Problems
 	errors.As(err, &ps)
+	ps = append(ps, cfg.checkCapsuleTexts()...)
 	if ps = append(ps, cfg.loadInputSchemas()...); len(ps) > 0 {
 		return cfg, ps
 	}

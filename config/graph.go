@@ -22,7 +22,7 @@ const DefaultRunID = agentrunner.RunIDSeq
 // graphStepKeys are the step keys of graphs that the learning loop's
 // pipeline: refuses: its steps run once per cycle, so it has no routes
 // and no loops; it may fan out (then) and join.
-var graphStepKeys = []string{"routes", "label", "max_visits", "on_cap", "gate"}
+var graphStepKeys = []string{"routes", "label", "max_visits", "on_cap", "gate", "capsule"}
 
 // graphPipelineKeys are the pipeline keys of pipelines: only.
 var graphPipelineKeys = []string{"run_id", "max_concurrent_runs", "inputs_schema", "schedule", "max_duration", "document"}
@@ -321,8 +321,10 @@ func (v *validator) graphStep(pkey string, p *Pipeline, id string) {
 		v.gateStep(key, s)
 	case StepExecution:
 		v.executionStep(key, s)
+	case StepCapsule:
+		v.capsuleStep(key, s)
 	default:
-		v.add(key+".kind", "unknown step kind %q (supported: agent, execution, gate)", s.Kind)
+		v.add(key+".kind", "unknown step kind %q (supported: agent, capsule, execution, gate)", s.Kind)
 	}
 	v.retries(key+".retries", s.Retries)
 	if s.OnFailure != "" && !slices.Contains(policies, s.OnFailure) {
@@ -365,6 +367,9 @@ func (v *validator) gateStep(key string, s *Step) {
 func (v *validator) stepRoutes(key string, s *Step) {
 	if s.Gate != nil && s.Kind != StepGate {
 		v.add(key+".gate", "applies to gate steps (kind: gate) only")
+	}
+	if s.Capsule != nil && s.Kind != StepCapsule {
+		v.add(key+".capsule", "applies to capsule steps (kind: capsule) only")
 	}
 	for i, r := range s.Routes {
 		rk := fmt.Sprintf("%s.routes[%d]", key, i)
@@ -413,12 +418,15 @@ func (c *Config) HasLoop() bool {
 	return len(c.Pipeline.Steps) > 0 || c.given("pipeline") || len(c.Pipelines) == 0
 }
 
-// graphProduces reports whether an agent step under pipelines: produces
-// the artifact file.
+// graphProduces reports whether an agent or capsule step under
+// pipelines: produces the artifact file.
 func (c *Config) graphProduces(file string) bool {
 	for _, p := range c.Pipelines {
 		if p == nil {
 			continue
+		}
+		if slices.Contains(capsuleFiles(p), file) {
+			return true
 		}
 		for _, s := range p.Steps {
 			if s == nil || s.Kind != StepAgent {
@@ -441,6 +449,9 @@ func (v *validator) graphInputs(key string, p *Pipeline) {
 		if a := v.stepAgent(s); a != nil {
 			produced[a.Output.File] = true
 		}
+	}
+	for _, f := range capsuleFiles(p) {
+		produced[f] = true
 	}
 	for _, id := range slices.Sorted(maps.Keys(p.Steps)) {
 		if s := p.Steps[id]; s != nil && s.Kind == StepExecution && s.Artifact != "" && !produced[s.Artifact] {

@@ -577,6 +577,8 @@ func (v *validator) pipeline() {
 			v.agentStep(key, s)
 		case StepGate:
 			v.add(key+".kind", "gate steps run in graphs, and pipeline: is the learning loop, a chain: move the pipeline under pipelines: (pipelines: {NAME: {start, steps}}) to use gates")
+		case StepCapsule:
+			v.add(key+".kind", "capsule steps run in graphs, and pipeline: is the learning loop, a chain: move the pipeline under pipelines: (pipelines: {NAME: {start, steps}}) to use them")
 		case StepExecution:
 			v.executionStep(key, s)
 		default:

@@ -107,10 +107,10 @@ func modelWorkspace(t *testing.T, provider, baseURL string) string {
 	raw, _ := os.ReadFile(cfgPath)
 	s := string(raw)
 	for old, repl := range map[string]string{
-		"    model: gpt-4.1\n":                                       "    model: gpt-4.1\n    base_url: " + baseURL + "\n",
-		"    model: claude-sonnet-4-5\n":                             "    model: claude-sonnet-4-5\n    base_url: " + baseURL + "\n",
+		"    model: gpt-4.1\n":           "    model: gpt-4.1\n    base_url: " + baseURL + "\n",
+		"    model: claude-sonnet-4-5\n": "    model: claude-sonnet-4-5\n    base_url: " + baseURL + "\n",
 		"tools: [web_search, web_fetch, bird, technical_indicators, memory_append, memory_search]": "tools: [technical_indicators, memory_append, memory_search]",
-		"    provider: binance\n":                                    "    provider: csv\n    data_dir: " + data + "\n",
+		"    provider: binance\n": "    provider: csv\n    data_dir: " + data + "\n",
 	} {
 		if !strings.Contains(s, old) {
 			t.Fatalf("the example has no %q to edit", old)

@@ -1,9 +1,9 @@
 // Package engine runs a workspace's pipelines: the learning loop
 // (pipeline:) and the graphs of pipelines:, all on one scheduler, with the
-// agent, execution and gate step kinds. It wires the scheduler to the
-// workspace (its layout, mailboxes, runtimes and Execution Service), runs
-// one cycle of the loop for run --once, and answers what the API and the
-// CLI ask of the loop: its status, its configuration, its strategy.
+// agent, execution, gate and capsule step kinds. It wires the scheduler to
+// the workspace (its layout, mailboxes, runtimes and Execution Service),
+// runs one cycle of the loop for run --once, and answers what the API and
+// the CLI ask of the loop: its status, its configuration, its strategy.
 //
 // The scheduler is the only writer of pipeline state; every change is one
 // transaction in the store. On start it resumes every unfinished run where
@@ -21,12 +21,14 @@ import (
 	"sync/atomic"
 
 	"github.com/agentrunner/agentrunner"
+	capsules "github.com/agentrunner/agentrunner/capsule"
 	"github.com/agentrunner/agentrunner/config"
 	"github.com/agentrunner/agentrunner/document"
 	"github.com/agentrunner/agentrunner/internal/eventlog"
 	"github.com/agentrunner/agentrunner/mailbox"
 	"github.com/agentrunner/agentrunner/scheduler"
 	"github.com/agentrunner/agentrunner/step/agent"
+	capsulestep "github.com/agentrunner/agentrunner/step/capsule"
 	"github.com/agentrunner/agentrunner/step/execution"
 	"github.com/agentrunner/agentrunner/step/gate"
 	"github.com/agentrunner/agentrunner/view"
@@ -169,17 +171,22 @@ func (e *Engine) scheduler(pipelines map[string]*agentrunner.Pipeline) (*schedul
 	return scheduler.New(opts)
 }
 
-// kinds are the step kinds of the workspace: agent and gate always,
-// execution when a pipeline has an execution step (it needs the Execution
-// Service).
+// kinds are the step kinds of the workspace: agent, gate and capsule
+// always, execution when a pipeline has an execution step (it needs the
+// Execution Service).
 func (e *Engine) kindsOn(ws *workspace.Workspace, boxes *mailbox.Mailboxes, pipelines map[string]*agentrunner.Pipeline) (map[string]agentrunner.StepKind, error) {
 	agents, err := e.agentKind(ws, boxes)
+	if err != nil {
+		return nil, err
+	}
+	caps, err := e.capsuleKind(ws)
 	if err != nil {
 		return nil, err
 	}
 	kinds := map[string]agentrunner.StepKind{
 		agentrunner.KindAgent: agents,
 		agentrunner.KindGate:  &gate.Kind{Notify: ws.Config.Escalation.Webhook.URL != "", Clock: e.clock},
+		config.StepCapsule:    caps,
 	}
 	for _, p := range pipelines {
 		for _, st := range p.Steps {
@@ -203,6 +210,13 @@ func (e *Engine) agentKind(ws *workspace.Workspace, boxes *mailbox.Mailboxes) (*
 		Workspace: ws, Mailboxes: boxes, Runtimes: e.opts.Runtimes, Store: e.store, Clock: e.clock, Logger: e.log,
 		OnEvent: e.opts.OnEvent, MCPCommand: e.opts.MCPCommand, Faults: e.opts.Faults, Views: e.views,
 	})
+}
+
+// capsuleKind is the capsule step kind on ws: it stores capsules in the
+// engine's store, under the workspace's size cap.
+func (e *Engine) capsuleKind(ws *workspace.Workspace) (*capsulestep.Kind, error) {
+	svc := capsules.NewService(e.store, capsules.Options{MaxChars: ws.Config.Capsules.MaxChars, Clock: e.clock})
+	return capsulestep.New(capsulestep.Options{Config: ws.Config, Store: e.store, Capsules: svc, Clock: e.clock})
 }
 
 // executionKind is the execution step kind on ws; it delivers its

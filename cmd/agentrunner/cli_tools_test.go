@@ -94,7 +94,7 @@ func TestToolsListAndCall(t *testing.T) {
 		Parameters json.RawMessage `json:"parameters"`
 		Error      string          `json:"error"`
 	}
-	if code != exitOK || json.Unmarshal([]byte(stdout), &rows) != nil || len(rows) != 5 {
+	if code != exitOK || json.Unmarshal([]byte(stdout), &rows) != nil || len(rows) != 7 { // the five domain tools, memory_append and memory_search
 		t.Fatalf("tools list --json: exit %d\n%s", code, stdout)
 	}
 

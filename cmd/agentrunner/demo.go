@@ -1,13 +1,17 @@
 package main
 
 import (
+	"cmp"
+	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"path/filepath"
 	"time"
 
 	"github.com/agentrunner/agentrunner"
 	"github.com/agentrunner/agentrunner/config"
+	reviewloop "github.com/agentrunner/agentrunner/examples/review-loop"
 	signalflow "github.com/agentrunner/agentrunner/examples/signal-flow"
 	"github.com/agentrunner/agentrunner/execsvc"
 	"github.com/agentrunner/agentrunner/workspace"
@@ -25,7 +29,12 @@ each step as it happens. Nothing leaves this machine.
 
 --example signal-flow runs one cycle of spec 2's signal-routed flow instead, on the
 example's shell scripts: it prints each hand-off (role, next, confidence, risk) and
-names the file the cycle's document is archived as.`,
+names the file the cycle's document is archived as.
+
+--example review-loop runs one run of spec 3's design review and implement ⇄ verify
+loops, on the example's shell scripts: it prints each capsule the run stores as it
+happens, then each loop's turns (the verdict and where it led) and the capsule's
+name and final version.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
@@ -36,8 +45,13 @@ names the file the cycle's document is archived as.`,
 					dir = "signal-flow-demo"
 				}
 				return demoSignalFlow(cmd, dir)
+			case "review-loop":
+				if !cmd.Flags().Changed("dir") {
+					dir = "review-loop-demo"
+				}
+				return demoReviewLoop(cmd, dir)
 			default:
-				return usageError(fmt.Errorf("--example %q: choose crypton or signal-flow", example))
+				return usageError(fmt.Errorf("--example %q: choose crypton, review-loop or signal-flow", example))
 			}
 			if _, err := writeExample(dir, true, "mock"); err != nil {
 				return err
@@ -88,8 +102,8 @@ names the file the cycle's document is archived as.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&dir, "dir", "agentrunner-demo", "directory to write the demo workspace into (signal-flow-demo for --example signal-flow)")
-	cmd.Flags().StringVar(&example, "example", "crypton", "the example to run a cycle of: crypton or signal-flow")
+	cmd.Flags().StringVar(&dir, "dir", "agentrunner-demo", "directory to write the demo workspace into (signal-flow-demo, review-loop-demo for those examples)")
+	cmd.Flags().StringVar(&example, "example", "crypton", "the example to run a cycle of: crypton, review-loop or signal-flow")
 	return cmd
 }
 
@@ -122,6 +136,73 @@ func demoSignalFlow(cmd *cobra.Command, dir string) error {
 		return err
 	}
 	fmt.Fprintf(out, "next: cd %s && agentrunner run --once --input goal=\"…\" (add [loop] or [fail] to the goal to see the cap or a failure)\n", dir)
+	return nil
+}
+
+// demoReviewLoop writes the review-loop example into dir and runs one
+// run of it, on its scripts, to its report; then it prints the loops'
+// turns and the capsule the run kept.
+func demoReviewLoop(cmd *cobra.Command, dir string) error {
+	out := cmd.OutOrStdout()
+	if _, err := reviewloop.Write(dir, true); err != nil {
+		return err
+	}
+	ws, err := loadWorkspace(filepath.Join(dir, config.FileName))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "demo workspace: %s (spec 3's review loops with capsule checkpoints, as the shell scripts in agents/)\n", dir)
+	r, err := demoRunner(cmd, ws)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	c, err := r.engine.RunPipelineOnce(cmd.Context(), "review-loop", map[string]any{"request": "Add rate limits to the public API."})
+	if err != nil {
+		return failureError(err)
+	}
+	ended := report(out, r, c)
+	if err := printTurns(cmd.Context(), out, r.store, c.ID); err != nil {
+		return failureError(err)
+	}
+	if ended != nil {
+		return ended
+	}
+	fmt.Fprintf(out, "next: cd %s && agentrunner run --once --input request=\"…\" (add [stubborn] or [broken] to the request to see a loop's cap and its gate)\n", dir)
+	return nil
+}
+
+// turnStore is what printTurns reads: the run's step runs and capsules.
+type turnStore interface {
+	StepRuns(ctx context.Context, f agentrunner.StepRunFilter) ([]*agentrunner.StepRun, error)
+	Capsules(ctx context.Context, f agentrunner.CapsuleFilter) ([]*agentrunner.Capsule, error)
+}
+
+// printTurns prints each turn of a run's loops (a step run that chose
+// its successor by a label: the verdict, and where it led), then the
+// live capsules the run stored, with their versions.
+func printTurns(ctx context.Context, out io.Writer, store turnStore, run string) error {
+	srs, err := store.StepRuns(ctx, agentrunner.StepRunFilter{RunID: run})
+	if err != nil {
+		return err
+	}
+	next := map[string]string{}
+	for _, sr := range srs {
+		next[sr.From] = sr.Key()
+	}
+	fmt.Fprintln(out, "turns:")
+	for _, sr := range srs {
+		if sr.Label != "" {
+			fmt.Fprintf(out, "  %-16s %-16s → %s\n", sr.Key(), sr.Label, cmp.Or(next[sr.Key()], "end"))
+		}
+	}
+	cs, err := store.Capsules(ctx, agentrunner.CapsuleFilter{RunID: run})
+	if err != nil {
+		return err
+	}
+	for _, c := range cs {
+		fmt.Fprintf(out, "capsule: %s/%s, version %d (phase %s): agentrunner capsule show %s/%s\n", c.Workspace, c.Name, c.Version, c.Phase, c.Workspace, c.Name)
+	}
 	return nil
 }
 

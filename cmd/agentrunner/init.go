@@ -8,6 +8,7 @@ import (
 	"github.com/agentrunner/agentrunner/examples"
 	"github.com/agentrunner/agentrunner/examples/crypton"
 	"github.com/agentrunner/agentrunner/examples/review"
+	reviewloop "github.com/agentrunner/agentrunner/examples/review-loop"
 	signalflow "github.com/agentrunner/agentrunner/examples/signal-flow"
 	"github.com/spf13/cobra"
 )
@@ -20,9 +21,11 @@ func newInitCommand() *cobra.Command {
 		Short: "Write an example workspace (by default the Crypton learning loop) into DIR",
 		Long: `init writes an example workspace into DIR. --example chooses it: crypton (the learning
 loop, the default), review (a review loop whose cap opens a gate for a person, run by
-agentrunner serve and started with agentrunner start review) or signal-flow (spec 2's six
-roles routed by their SIGNAL BLOCKs, with the cycle document the runner keeps and archives;
-its --provider is process, the shell scripts and the default, openai or anthropic). For crypton, --provider sets
+agentrunner serve and started with agentrunner start review), review-loop (spec 3's design
+review and implement ⇄ verify loops, with capsule steps that checkpoint the reviewed plan and
+record each round) or signal-flow (spec 2's six roles routed by their SIGNAL BLOCKs, with the
+cycle document the runner keeps and archives; its --provider is process, the shell scripts
+and the default, openai or anthropic). For crypton, --provider sets
 every agent's provider: mock (offline, the default), openai, anthropic, or process (the
 Claude Code CLI, with the runner's tools over MCP). --parallel writes the loop with Research
 and Analyze on parallel branches after Plan, joined by Synthesize; the analysis then reads
@@ -40,6 +43,11 @@ provider's key is set.`,
 					return usageError(errors.New("--parallel applies to the crypton example, the learning loop"))
 				}
 				return initReview(cmd, args[0], force)
+			case "review-loop":
+				if cmd.Flags().Changed("provider") || parallel {
+					return usageError(errors.New("--provider and --parallel apply to other examples; the review-loop example's agents are scripts (see its agentrunner.yaml)"))
+				}
+				return initReviewLoop(cmd, args[0], force)
 			case "signal-flow":
 				if parallel {
 					return usageError(errors.New("--parallel applies to the crypton example, the learning loop"))
@@ -50,7 +58,7 @@ provider's key is set.`,
 				}
 				return initSignalFlow(cmd, args[0], force, kind)
 			default:
-				return usageError(fmt.Errorf("--example %q: choose crypton, review or signal-flow", example))
+				return usageError(fmt.Errorf("--example %q: choose crypton, review, review-loop or signal-flow", example))
 			}
 			if _, ok := crypton.Providers[provider]; !ok {
 				return usageError(fmt.Errorf("--provider %q: choose mock, openai, anthropic or process", provider))
@@ -76,7 +84,7 @@ provider's key is set.`,
 	}
 	cmd.Flags().BoolVar(&force, "force", false, "overwrite files that already exist")
 	cmd.Flags().StringVar(&provider, "provider", "mock", "provider of every agent: mock, openai, anthropic or process")
-	cmd.Flags().StringVar(&example, "example", "crypton", "the example: crypton, review or signal-flow")
+	cmd.Flags().StringVar(&example, "example", "crypton", "the example: crypton, review, review-loop or signal-flow")
 	cmd.Flags().BoolVar(&parallel, "parallel", false, "crypton: run research and analyze in parallel after plan, joined by synthesize")
 	return cmd
 }
@@ -91,6 +99,19 @@ func initReview(cmd *cobra.Command, dir string, force bool) error {
 	listWritten(out, dir, written, "a review loop whose agents are the scripts in agents/")
 	fmt.Fprintf(out, "next: cd %s && agentrunner serve, then in another terminal:\n", dir)
 	fmt.Fprintln(out, "  agentrunner start review --input topic=\"durable agents\"; agentrunner gates; agentrunner approve RUN decide -m \"ship it\"")
+	return nil
+}
+
+// initReviewLoop writes the review-loop example and says how to run it.
+func initReviewLoop(cmd *cobra.Command, dir string, force bool) error {
+	written, err := reviewloop.Write(dir, force)
+	if err != nil {
+		return existsIsUsage(err)
+	}
+	out := cmd.OutOrStdout()
+	listWritten(out, dir, written, "spec 3's review and verify loops with capsule checkpoints; the agents are the scripts in agents/")
+	fmt.Fprintf(out, "next: cd %s && agentrunner validate && agentrunner run --once --input request=\"…\"\n", dir)
+	fmt.Fprintln(out, "  then: agentrunner capsule list --workspace review-loop (add [stubborn] or [broken] to the request to see a cap and its gate)")
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentrunner/agentrunner"
 	"github.com/agentrunner/agentrunner/engine"
+	capsulestep "github.com/agentrunner/agentrunner/step/capsule"
 	"github.com/agentrunner/agentrunner/step/execution"
 )
 
@@ -35,6 +36,12 @@ func (p *progress) onEvent(ev *agentrunner.Event) {
 		fmt.Fprintf(p.w, "  %-12s attempt %d %s  failed (%s): %s\n", ev.Step, d["attempt"], dur(), d["error_class"], d["error"])
 	case agentrunner.EventSignal:
 		fmt.Fprintf(p.w, "  %-12s → %-12s confidence %v, risk %v\n", ev.Agent, d["next"], d["confidence"], d["risk"])
+	case capsulestep.EventStored:
+		same := ""
+		if d["changed"] == false {
+			same = ", unchanged"
+		}
+		fmt.Fprintf(p.w, "  %-12s capsule %s/%s version %v (phase %v%s)\n", ev.Step, d["workspace"], d["name"], d["version"], d["phase"], same)
 	case agentrunner.EventRetryScheduled:
 		fmt.Fprintf(p.w, "  %-12s attempt %d scheduled after %s\n", ev.Step, d["attempt"], d["wait"])
 	case execution.EventExecutionStatus:
