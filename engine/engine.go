@@ -26,6 +26,7 @@ import (
 	"github.com/agentrunner/agentrunner/document"
 	"github.com/agentrunner/agentrunner/internal/eventlog"
 	"github.com/agentrunner/agentrunner/mailbox"
+	"github.com/agentrunner/agentrunner/memory"
 	"github.com/agentrunner/agentrunner/scheduler"
 	"github.com/agentrunner/agentrunner/step/agent"
 	capsulestep "github.com/agentrunner/agentrunner/step/capsule"
@@ -206,9 +207,13 @@ func (e *Engine) kindsOn(ws *workspace.Workspace, boxes *mailbox.Mailboxes, pipe
 
 // agentKind is the agent step kind on ws and boxes.
 func (e *Engine) agentKind(ws *workspace.Workspace, boxes *mailbox.Mailboxes) (*agent.Kind, error) {
+	mem, err := MemoryLog(ws, e.store, e.clock)
+	if err != nil {
+		return nil, err
+	}
 	return agent.New(agent.Options{
 		Workspace: ws, Mailboxes: boxes, Runtimes: e.opts.Runtimes, Store: e.store, Clock: e.clock, Logger: e.log,
-		OnEvent: e.opts.OnEvent, MCPCommand: e.opts.MCPCommand, Faults: e.opts.Faults, Views: e.views,
+		OnEvent: e.opts.OnEvent, MCPCommand: e.opts.MCPCommand, Faults: e.opts.Faults, Views: e.views, Memory: mem,
 	})
 }
 
@@ -306,4 +311,14 @@ func EventRecorder(store agentrunner.Store, log *slog.Logger) func(*agentrunner.
 		}
 		eventlog.Write(log, ev)
 	}
+}
+
+// MemoryLog is the agents' memories of a workspace on its store: the
+// memory tools, the agent kind, the API and the CLI all use one of these.
+func MemoryLog(ws *workspace.Workspace, store agentrunner.MemoryStore, clock agentrunner.Clock) (*memory.Log, error) {
+	return memory.NewLog(store, memory.LogOptions{
+		Path:     ws.Layout.Memory,
+		Template: func(agent string) ([]byte, error) { return ws.Memory(agent), nil },
+		Clock:    clock,
+	})
 }

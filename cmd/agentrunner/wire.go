@@ -17,7 +17,6 @@ import (
 	"github.com/agentrunner/agentrunner/llm"
 	"github.com/agentrunner/agentrunner/llm/anthropic"
 	"github.com/agentrunner/agentrunner/llm/openai"
-	"github.com/agentrunner/agentrunner/memory"
 	"github.com/agentrunner/agentrunner/metrics"
 	"github.com/agentrunner/agentrunner/runtime/mock"
 	"github.com/agentrunner/agentrunner/runtime/model"
@@ -483,10 +482,4 @@ func (r *runner) flush(ctx context.Context) {
 }
 
 // memoryLog is the agents' memories of a workspace on its store.
-func memoryLog(ws *workspace.Workspace, store agentrunner.MemoryStore, clock agentrunner.Clock) (*memory.Log, error) {
-	return memory.NewLog(store, memory.LogOptions{
-		Path:     ws.Layout.Memory,
-		Template: func(agent string) ([]byte, error) { return ws.Memory(agent), nil },
-		Clock:    clock,
-	})
-}
+var memoryLog = engine.MemoryLog

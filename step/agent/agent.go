@@ -17,6 +17,7 @@ import (
 	"github.com/agentrunner/agentrunner/config"
 	"github.com/agentrunner/agentrunner/internal/fileop"
 	"github.com/agentrunner/agentrunner/mailbox"
+	"github.com/agentrunner/agentrunner/memory"
 	"github.com/agentrunner/agentrunner/view"
 	"github.com/agentrunner/agentrunner/workspace"
 )
@@ -63,6 +64,9 @@ type Options struct {
 	// Views, if set, writes views in the background: the kind settles
 	// the views an agent is about to read (view.Writer.Settle).
 	Views *view.Writer
+	// Memory, if set, is the agents' memory log: before an agent reads a
+	// memory file, the entries the file lacks are added to it.
+	Memory *memory.Log
 	// Clock defaults to the system clock.
 	Clock agentrunner.Clock
 	// Logger defaults to discarding.

@@ -20,7 +20,7 @@ const historyScan = 1000
 func (at *attempt) inputs(ctx context.Context) ([]agentrunner.Input, error) {
 	a := at.agent
 	if a.Memory {
-		if err := at.ensureMemory(a.Name); err != nil {
+		if err := at.ensureMemory(ctx, a.Name); err != nil {
 			return nil, err
 		}
 	}
@@ -42,7 +42,7 @@ func (at *attempt) input(ctx context.Context, in config.Input) ([]agentrunner.In
 	case in.Document:
 		return at.document(in)
 	case in.Memory != "":
-		if err := at.ensureMemory(in.Memory); err != nil {
+		if err := at.ensureMemory(ctx, in.Memory); err != nil {
 			return nil, err
 		}
 		return []agentrunner.Input{{Name: describe(in, "memory of the "+in.Memory+" agent"), Path: at.k.ws.Layout.Memory(in.Memory)}}, nil
@@ -125,8 +125,10 @@ func (at *attempt) history(ctx context.Context, in config.Input) ([]agentrunner.
 }
 
 // ensureMemory creates an agent's memory file from the template if it
-// has none yet, and records that it did.
-func (at *attempt) ensureMemory(agent string) error {
+// has none yet, and records that it did; then it adds the entries the
+// store has and the file lacks (a crash between an append's two writes),
+// so the agent reads every note it appended.
+func (at *attempt) ensureMemory(ctx context.Context, agent string) error {
 	k := at.k
 	path := k.ws.Layout.Memory(agent)
 	tmpl := k.ws.Memory(agent)
@@ -140,6 +142,12 @@ func (at *attempt) ensureMemory(agent string) error {
 	}
 	if created {
 		at.event(nil, agentrunner.EventMemoryCreated, agentrunner.LevelInfo, map[string]any{"agent": agent, "path": path})
+	}
+	if k.opts.Memory == nil {
+		return nil
+	}
+	if err := k.fileOp(OpMemory, func() error { return k.opts.Memory.Sync(ctx, agent) }); err != nil {
+		return agentrunner.Fail(agentrunner.ClassInternal, "bring the memory of %s up to date with the store: %w", agent, err)
 	}
 	return nil
 }
