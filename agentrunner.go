@@ -452,6 +452,7 @@ type Store interface {
 	MailStore
 	CapsuleStore
 	MemoryStore
+	TodoStore
 	// Apply commits a Change in one transaction.
 	Apply(ctx context.Context, ch *Change) error
 	// Cycle returns one cycle, or an ENOTFOUND error.

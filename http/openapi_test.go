@@ -744,6 +744,15 @@ func seedAPIWorld(t *testing.T) *apiWorld {
 				CycleID: apiRunningCycle, Level: agentrunner.LevelWarn, Details: map[string]any{"not_before": "2026-03-14T09:15:00Z"}},
 		},
 	})
+	// The running cycle's lead keeps a to-do list, in two versions.
+	for i, status := range []agentrunner.TodoStatus{agentrunner.TodoInProgress, agentrunner.TodoDone} {
+		l := &agentrunner.TodoList{RunID: apiRunningCycle, WrittenAt: at("2026-03-14T09:05:00Z").Add(time.Duration(i) * time.Minute), Agent: "planner", Step: "plan",
+			Todos: []agentrunner.Todo{{ID: "t1", Title: "Survey the funding rates", Status: status, Note: "three venues"},
+				{ID: "t2", Title: "Write the synthesis", Status: agentrunner.TodoPending}}}
+		if _, err := w.store.WriteTodos(ctx, l, i); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// An operator paused the loop (a consumed command) and injected a
 	// message (not consumed yet).
 	pause := &agentrunner.Command{Kind: agentrunner.CommandPause, Operator: "alice", CreatedAt: at("2026-03-14T09:20:00Z"),
@@ -1043,6 +1052,19 @@ func TestOpenAPIResponsesMatchTheSchemas(t *testing.T) {
 		{name: "a blank memory search", method: "GET", target: "/api/memory/search?q=", want: 400},
 		{name: "memory search limit 101", method: "GET", target: "/api/memory/search?q=funding&limit=101", want: 400},
 		{name: "memories not served", srv: "bare", method: "GET", target: "/api/memory/researcher", want: 503},
+
+		{name: "a run's to-do list", method: "GET", target: "/api/runs/" + apiRunningCycle + "/todos", want: 200},
+		{name: "a version of a to-do list", method: "GET", target: "/api/runs/" + apiRunningCycle + "/todos?version=1", want: 200},
+		{name: "a to-do list's history", method: "GET", target: "/api/runs/" + apiRunningCycle + "/todos?history=true", want: 200},
+		{name: "the to-do list of a run without one", method: "GET", target: "/api/runs/" + apiCompletedCycle + "/todos", want: 200},
+		{name: "the to-do history of a run without a list", method: "GET", target: "/api/runs/" + apiCompletedCycle + "/todos?history=true", want: 200},
+		{name: "a to-do list version not written", method: "GET", target: "/api/runs/" + apiRunningCycle + "/todos?version=9", want: 404},
+		{name: "a to-do list version 0", method: "GET", target: "/api/runs/" + apiRunningCycle + "/todos?version=0", want: 400},
+		{name: "a to-do list version and its history", method: "GET", target: "/api/runs/" + apiRunningCycle + "/todos?version=1&history=true", want: 400},
+		{name: "a to-do history that is not a boolean", method: "GET", target: "/api/runs/" + apiRunningCycle + "/todos?history=maybe", want: 400},
+		{name: "a to-do list with an unknown parameter", method: "GET", target: "/api/runs/" + apiRunningCycle + "/todos?agent=planner", want: 400},
+		{name: "the to-do list of an unknown run", method: "GET", target: "/api/runs/review-999999/todos", want: 404},
+		{name: "the to-do list of a bad run id", method: "GET", target: "/api/runs/-x/todos", want: 400},
 
 		{name: "status with runs", srv: "runs", method: "GET", target: "/api/status", want: 200},
 		{name: "runs", srv: "runs", method: "GET", target: "/api/runs", want: 200},

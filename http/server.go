@@ -232,6 +232,7 @@ func (s *Server) routes() []route {
 		{pattern: "GET /api/runs/{run}", role: config.RoleViewer, handler: s.handleRun},
 		{pattern: "GET /api/runs/{run}/artifacts/{name}", role: config.RoleViewer, handler: s.handleRunArtifact},
 		{pattern: "GET /api/runs/{run}/steps", role: config.RoleViewer, handler: s.handleRunSteps},
+		{pattern: "GET /api/runs/{run}/todos", role: config.RoleViewer, handler: s.handleTodos},
 		{pattern: "GET /api/runs/{run}/steps/{step}/attempts/{n}/prompt", role: config.RoleViewer, handler: s.handleAttemptFile(agentrunner.FilePrompt)},
 		{pattern: "GET /api/runs/{run}/steps/{step}/attempts/{n}/validation", role: config.RoleViewer, handler: s.handleAttemptFile(agentrunner.FileValidation)},
 		{pattern: "POST /api/runs/{run}/abort", role: config.RoleOperator, handler: s.handleAbortRun},

@@ -308,6 +308,15 @@ func (s failingStore) MemoryEntries(context.Context, string, int64, int) ([]*age
 func (s failingStore) SearchMemory(context.Context, string, []string, int) ([]*agentrunner.MemoryHit, error) {
 	return nil, s.err
 }
+func (s failingStore) WriteTodos(context.Context, *agentrunner.TodoList, int) (*agentrunner.TodoList, error) {
+	return nil, s.err
+}
+func (s failingStore) Todos(context.Context, string, int) (*agentrunner.TodoList, error) {
+	return nil, s.err
+}
+func (s failingStore) TodoHistory(context.Context, string) ([]*agentrunner.TodoList, error) {
+	return nil, s.err
+}
 
 var _ agentrunner.Store = failingStore{}
 

@@ -190,7 +190,7 @@ func TestBuildContent(t *testing.T) {
 			prompt: Build(plan),
 			has: []string{
 				`You are the plan agent, running step "plan" of cycle 20260221_140000 (attempt 2).`,
-				"You may use these tools: web_search, web_fetch, bird, technical_indicators.",
+				"You may use these tools: web_search, web_fetch, bird, technical_indicators, memory_append, memory_search.",
 				"Your mailbox: " + plan.MailboxPath,
 				"It holds the 5 most recent messages for you",
 				"- your memory (plan/memory.md): " + root + "/plan/memory.md\n",

@@ -243,7 +243,9 @@ type outcome struct {
 // handler; otherwise the handler runs with the tool's timeout per try and
 // transient failures are retried with backoff. It never panics and never
 // returns a Go error: every failure is a result with IsError. Cancelling
-// ctx stops the call at once, without retries.
+// ctx stops the call at once, without retries. A parallel_tool_call
+// (NewParallel) runs its calls through this same scope; one inside
+// another is refused without running.
 func (s *Scope) Execute(ctx context.Context, call agentrunner.ToolCall) agentrunner.ToolResult {
 	e := s.e
 	start := e.clock.Now()
@@ -253,7 +255,16 @@ func (s *Scope) Execute(ctx context.Context, call agentrunner.ToolCall) agentrun
 		return e.finish(call, nil, start, o)
 	}
 	st := e.state(&en.spec)
-	o := e.execute(context.WithValue(ctx, callKey{}, call), en, st, call.Arguments)
+	hctx := context.WithValue(ctx, callKey{}, call)
+	if _, batch := en.handler.(parallelHandler); batch {
+		if inBatch(ctx) {
+			o := outcome{isError: true, message: fmt.Sprintf(
+				"%s: a batch cannot run inside a batch; give every call in one %s", en.spec.Name, en.spec.Name)}
+			return e.finish(call, st, start, o)
+		}
+		hctx = context.WithValue(hctx, scopeKey{}, s)
+	}
+	o := e.execute(hctx, en, st, call.Arguments)
 	return e.finish(call, st, start, o)
 }
 

@@ -6,7 +6,8 @@
 // error or a stack.
 //
 // Each tool's implementation lives in a sub-package and provides a Spec and
-// a Handler.
+// a Handler, but parallel_tool_call (parallel.go): it runs other calls
+// through the caller's Scope, which only this package knows.
 package tool
 
 import (

@@ -62,8 +62,8 @@ func echoWorkspace(t *testing.T, section string) string {
 	}
 	path := filepath.Join(dir, config.FileName)
 	edit(t, path, "\ntools:\n", "\ntools:\n  shout:\n"+section)
-	edit(t, path, "    tools: [web_search, web_fetch, bird, technical_indicators]\n    memory: true\n    inputs:\n      - {artifact: plan.md",
-		"    tools: [web_search, web_fetch, bird, technical_indicators, shout]\n    memory: true\n    inputs:\n      - {artifact: plan.md")
+	edit(t, path, "    tools: [web_search, web_fetch, bird, technical_indicators, memory_append, memory_search]\n    memory: true\n    inputs:\n      - {artifact: plan.md",
+		"    tools: [web_search, web_fetch, bird, technical_indicators, memory_append, memory_search, shout]\n    memory: true\n    inputs:\n      - {artifact: plan.md")
 	edit(t, filepath.Join(dir, "tools.md"), "## web_search", "## shout\n\nShouts.\n\n## web_search")
 	return path
 }

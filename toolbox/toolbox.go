@@ -22,8 +22,10 @@ import (
 	"github.com/agentrunner/agentrunner/internal/childenv"
 	"github.com/agentrunner/agentrunner/mcp"
 	"github.com/agentrunner/agentrunner/memory"
+	"github.com/agentrunner/agentrunner/todo"
 	"github.com/agentrunner/agentrunner/tool"
 	"github.com/agentrunner/agentrunner/tool/bird"
+	"github.com/agentrunner/agentrunner/tool/fstool"
 	"github.com/agentrunner/agentrunner/tool/indicators"
 	"github.com/agentrunner/agentrunner/tool/position"
 	"github.com/agentrunner/agentrunner/tool/webfetch"
@@ -45,6 +47,9 @@ type Deps struct {
 	// Memory is the agents' memories the memory tools work on; nil: they
 	// are built, and a call says the memories are not open.
 	Memory *memory.Log
+	// Todos is the store of the runs' to-do lists the to-do tools work on;
+	// nil: they are built, and a call says the store is not open.
+	Todos agentrunner.TodoStore
 }
 
 // Kind is one kind of tool: what its section in the configuration holds,
@@ -72,10 +77,15 @@ func Builtin() Kinds {
 		bird.Kind:       {Config: bird.ToolKind(), Build: buildBird},
 		position.Kind:   {Config: position.ToolKind(), Build: buildPosition, Needs: positionNeeds},
 		indicators.Kind: {Config: indicators.ToolKind(), Build: buildIndicators},
+
+		fstool.WriteName:  {Config: fstool.WriteToolKind(), Build: buildWrite},
+		tool.ParallelName: {Config: config.ToolKind{Timeout: tool.ParallelTimeout}, Build: buildParallel},
 	}
 	capsuleKinds(k)
 	k[memory.ToolAppend] = Kind{Config: config.ToolKind{Timeout: memory.AppendSpec.Timeout}, Build: buildMemory(memory.AppendSpec, (*memory.Log).AppendHandler)}
 	k[memory.ToolSearch] = Kind{Config: config.ToolKind{Timeout: memory.SearchSpec.Timeout}, Build: buildMemory(memory.SearchSpec, (*memory.Log).SearchHandler)}
+	k[todo.ToolRead] = Kind{Config: config.ToolKind{Timeout: todo.ReadSpec.Timeout}, Build: buildTodo(todo.ReadSpec, (*todo.Service).ReadHandler)}
+	k[todo.ToolWrite] = Kind{Config: config.ToolKind{Timeout: todo.WriteSpec.Timeout}, Build: buildTodo(todo.WriteSpec, (*todo.Service).WriteHandler)}
 	return k
 }
 
@@ -171,6 +181,18 @@ func buildIndicators(cfg *config.Config, t *config.Tool, d Deps) (tool.Spec, too
 	resolved := *s
 	resolved.DataDir = cfg.Abs(s.DataDir)
 	return indicators.New(t, &resolved, d.Now)
+}
+
+func buildWrite(_ *config.Config, t *config.Tool, _ Deps) (tool.Spec, tool.Handler, error) {
+	s, err := settingsOf[*fstool.WriteSettings](t)
+	if err != nil {
+		return tool.Spec{}, nil, err
+	}
+	return fstool.NewWrite(t, s)
+}
+
+func buildParallel(_ *config.Config, t *config.Tool, _ Deps) (tool.Spec, tool.Handler, error) {
+	return tool.NewParallel(t)
 }
 
 // named returns the tool under its key, which the constructor's spec
@@ -450,6 +472,21 @@ func buildMemory(defaults tool.Spec, handler func(*memory.Log) tool.Handler) fun
 			return spec, unavailable(defaults.Name, "the memories are not open in this process"), nil
 		}
 		return spec, handler(d.Memory), nil
+	}
+}
+
+// buildTodo builds a to-do tool with the handler of a Service on the
+// store Deps gives, or one that says the store is not open.
+func buildTodo(defaults tool.Spec, handler func(*todo.Service) tool.Handler) func(*config.Config, *config.Tool, Deps) (tool.Spec, tool.Handler, error) {
+	return func(_ *config.Config, t *config.Tool, d Deps) (tool.Spec, tool.Handler, error) {
+		spec, err := tool.FromConfig(defaults, t)
+		switch {
+		case err != nil:
+			return tool.Spec{}, nil, err
+		case d.Todos == nil:
+			return spec, unavailable(defaults.Name, "the store of the to-do lists is not open in this process"), nil
+		}
+		return spec, handler(todo.NewService(d.Todos, todo.Options{Clock: clockOf(d.Now)})), nil
 	}
 }
 

@@ -35,7 +35,7 @@ func TestInUseCountsOnlyAgentsThatCallTools(t *testing.T) {
 	if got := InUse(example(t, "mock")); got == nil || len(got) != 0 {
 		t.Errorf("mock agents: InUse = %#v, want an empty, non-nil list", got)
 	}
-	want := []string{"bird", "current_position", "technical_indicators", "web_fetch", "web_search"}
+	want := []string{"bird", "current_position", "memory_append", "memory_search", "technical_indicators", "web_fetch", "web_search"}
 	if diff := cmp.Diff(want, InUse(example(t, "openai"))); diff != "" {
 		t.Errorf("openai agents (-want +got):\n%s", diff)
 	}
@@ -51,7 +51,8 @@ func TestBuildNamesWhatIsMissing(t *testing.T) {
 	}
 	text := ps.Error()
 	for _, want := range []string{
-		`tools.web_fetch.kind: no implementation of kind "web_scraper" (built-in kinds: bird, capsule_bulk_delete, capsule_bulk_update, capsule_compose, capsule_delete, capsule_export, capsule_fetch, capsule_fetch_many, capsule_import, capsule_inventory, capsule_latest, capsule_list, capsule_search, capsule_store, capsule_update, current_position, memory_append, memory_search, technical_indicators, web_fetch, web_search)`,
+		`tools.web_fetch.kind: no implementation of kind "web_scraper" (built-in kinds: bird, capsule_bulk_delete, `,
+		`, technical_indicators, todo_list_read, todo_list_write, web_fetch, web_search)`,
 		"tools.web_search: ", "BRAVE_API_KEY",
 		"tools.current_position: current_position reads the Execution Service: set execution_service.url",
 	} {
@@ -135,8 +136,8 @@ func TestDescribeReportsEachTool(t *testing.T) {
 	for _, in := range infos {
 		byName[in.Name] = in
 	}
-	if len(byName) != 5 {
-		t.Fatalf("%d tools described, want the 5 declared", len(byName))
+	if len(byName) != 7 {
+		t.Fatalf("%d tools described, want the 7 declared", len(byName))
 	}
 	if byName["web_search"].Err == nil || !strings.Contains(byName["web_search"].Err.Error(), "BRAVE_API_KEY") {
 		t.Errorf("web_search without a key: %v", byName["web_search"].Err)

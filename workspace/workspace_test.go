@@ -112,7 +112,7 @@ func TestLoadShippedExample(t *testing.T) {
 		}
 	}
 	slices.Sort(tools)
-	if diff := cmp.Diff([]string{"bird", "current_position", "technical_indicators", "web_fetch", "web_search"}, tools); diff != "" {
+	if diff := cmp.Diff([]string{"bird", "current_position", "memory_append", "memory_search", "technical_indicators", "web_fetch", "web_search"}, tools); diff != "" {
 		t.Errorf("tool sections (-want +got):\n%s", diff)
 	}
 

@@ -109,6 +109,7 @@ agents and records every state change durably, so a crash resumes where it stopp
 		newDBCommand(),
 		newCapsuleCommand(),
 		newMemoryCommand(),
+		newTodosCommand(),
 	)
 	root.AddCommand(remoteCommands()...)
 	root.AddCommand(runCommands()...)

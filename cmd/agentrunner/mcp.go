@@ -57,7 +57,7 @@ it for process agents through the MCP configuration it writes for each attempt (
 			if err != nil {
 				return failureError(err)
 			}
-			deps.Capsules = store
+			deps.Capsules, deps.Todos = store, store
 			if deps.Memory, err = memoryLog(ws, store, agentrunner.SystemClock{}); err != nil {
 				return failureError(err)
 			}

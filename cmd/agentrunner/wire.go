@@ -285,7 +285,7 @@ func openRunner(ctx context.Context, ws *workspace.Workspace, clock agentrunner.
 	if len(problems) > 0 {
 		return nil, problems
 	}
-	deps := toolbox.Deps{LookupEnv: lookupEnv, Now: clock.Now, Capsules: r.store}
+	deps := toolbox.Deps{LookupEnv: lookupEnv, Now: clock.Now, Capsules: r.store, Todos: r.store}
 	if es != nil {
 		deps.Account = es
 	}

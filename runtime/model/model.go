@@ -5,10 +5,12 @@
 //
 // A model cannot open files, so it gets filesystem_read/filesystem_tree
 // confined to exactly its inputs, mailbox, memory and template, or, with
-// inline_inputs, their content in the prompt. Its answer is checked against
-// the output contract; invalid output goes back to the model with the
-// problems for a bounded number of repair turns. Every request and
-// response is recorded in the attempt folder, credentials redacted.
+// inline_inputs, their content in the prompt; an agent that lists a
+// filesystem_write tool writes under its run's memory/ folder. Its answer
+// is checked against the output contract; invalid output goes back to the
+// model with the problems for a bounded number of repair turns. Every
+// request and response is recorded in the attempt folder, credentials
+// redacted.
 package model
 
 import (
@@ -71,6 +73,8 @@ func (r *Runtime) Run(ctx context.Context, inv *agentrunner.Invocation) (*agentr
 	}
 	ctx = llm.WithRecording(ctx, llm.NewRecording(recDir, r.secrets...))
 
+	// filesystem_write, when the agent has it, writes under this run's memory/.
+	ctx = fstool.WithRunDir(ctx, inv.CycleDir)
 	var local []tool.Local
 	if !inv.Model.InlineInputs {
 		local = fstool.New(readable(inv))

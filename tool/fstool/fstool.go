@@ -8,6 +8,10 @@
 // may name a file by its absolute path, as its prompt gives it, or by its
 // base name when that is unambiguous. Anything else is refused, as is a
 // file reached through a symbolic link that leads elsewhere.
+//
+// filesystem_write (write.go) is spec 4's other side: an agent that lists
+// it writes markdown, JSON or text files under the memory/ folder of its
+// run, atomically, and nowhere else.
 package fstool
 
 import (
