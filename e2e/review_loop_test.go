@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -24,10 +22,7 @@ import (
 // reviewLoop is the shipped review-loop example, written by init, as a
 // new user has it. Its first run is review-loop-000001, and that run's
 // capsule feature-review-loop-000001.
-type reviewLoop struct {
-	dir, cfg string
-	env      []string
-}
+type reviewLoop struct{ *example }
 
 const (
 	reviewLoopRun     = "review-loop-000001"
@@ -36,37 +31,7 @@ const (
 
 func newReviewLoop(t *testing.T) *reviewLoop {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "my-loop")
-	if out, err := exec.Command(binary, "init", dir, "--example", "review-loop").CombinedOutput(); err != nil {
-		t.Fatalf("init: %v\n%s", err, out)
-	}
-	f := &reviewLoop{dir: dir, cfg: filepath.Join(dir, "agentrunner.yaml"), env: os.Environ()}
-	if out, err := f.command("validate").CombinedOutput(); err != nil {
-		t.Fatalf("validate: %v\n%s", err, out)
-	}
-	return f
-}
-
-func (f *reviewLoop) command(args ...string) *exec.Cmd {
-	cmd := exec.Command(binary, append(args, "-c", f.cfg)...)
-	cmd.Dir, cmd.Env = f.dir, f.env
-	return cmd
-}
-
-// runOnce runs `run --once` with the request to the end of its run and
-// returns its output and exit code.
-func (f *reviewLoop) runOnce(t *testing.T, request string) (string, int) {
-	t.Helper()
-	out, err := f.command("run", "--once", "--input", "request="+request).CombinedOutput()
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-		return string(out), 0
-	case errors.As(err, &exit):
-		return string(out), exit.ExitCode()
-	}
-	t.Fatalf("run --once: %v\n%s", err, out)
-	return "", 0
+	return &reviewLoop{newExample(t, "review-loop", "request", "")}
 }
 
 // capsule reads the run's capsule as an operator does: capsule show.

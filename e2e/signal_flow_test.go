@@ -30,52 +30,13 @@ import (
 
 // signalFlow is the shipped signal-flow example, written by init, as a
 // new user has it.
-type signalFlow struct {
-	dir, cfg string
-	env      []string
-}
+type signalFlow struct{ *example }
 
 func newSignalFlow(t *testing.T, extraConfig string) *signalFlow {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "my-flow")
-	if out, err := exec.Command(binary, "init", dir, "--example", "signal-flow").CombinedOutput(); err != nil {
-		t.Fatalf("init: %v\n%s", err, out)
-	}
-	f := &signalFlow{dir: dir, cfg: filepath.Join(dir, "agentrunner.yaml"), env: append(os.Environ(), "E2E_CRASH_WEBHOOK_SECRET="+crashHookSecret)}
-	if extraConfig != "" {
-		cfg, err := os.OpenFile(f.cfg, os.O_APPEND|os.O_WRONLY, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fmt.Fprintf(cfg, "\n%s\n", extraConfig)
-		cfg.Close()
-	}
-	if out, err := f.command("validate").CombinedOutput(); err != nil {
-		t.Fatalf("validate: %v\n%s", err, out)
-	}
+	f := &signalFlow{newExample(t, "signal-flow", "goal", extraConfig)}
+	f.env = append(f.env, "E2E_CRASH_WEBHOOK_SECRET="+crashHookSecret)
 	return f
-}
-
-func (f *signalFlow) command(args ...string) *exec.Cmd {
-	cmd := exec.Command(binary, append(args, "-c", f.cfg)...)
-	cmd.Dir, cmd.Env = f.dir, f.env
-	return cmd
-}
-
-// runOnce runs `run --once` with the goal to the end of its cycle and
-// returns its output and exit code.
-func (f *signalFlow) runOnce(t *testing.T, goal string) (string, int) {
-	t.Helper()
-	out, err := f.command("run", "--once", "--input", "goal="+goal).CombinedOutput()
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-		return string(out), 0
-	case errors.As(err, &exit):
-		return string(out), exit.ExitCode()
-	}
-	t.Fatalf("run --once: %v\n%s", err, out)
-	return "", 0
 }
 
 func (f *signalFlow) store(t *testing.T) *sqlite.Store {
@@ -385,7 +346,7 @@ func TestSignalFlowOnAnOpenAICompatibleServer(t *testing.T) {
 		t.Fatal("the example has no openai model line to point at the fake server")
 	}
 	os.WriteFile(cfg, []byte(edited), 0o644)
-	f := &signalFlow{dir: dir, cfg: cfg, env: append(os.Environ(), "OPENAI_API_KEY="+testKey)}
+	f := &signalFlow{&example{dir: dir, cfg: cfg, env: append(os.Environ(), "OPENAI_API_KEY="+testKey), input: "goal"}}
 	out, code := f.runOnce(t, "Triage the flaky login test")
 	if code != 0 {
 		t.Fatalf("run --once exited %d:\n%s", code, out)
