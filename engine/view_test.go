@@ -139,6 +139,10 @@ func TestEditedViewIsRepairedAtStart(t *testing.T) {
 		{"truncated", "different", func(path string) { os.Truncate(path, 5) }},
 		{"edited", "different", func(path string) { os.WriteFile(path, []byte("# Note\n\nedited by hand\n"), 0o644) }},
 		{"deleted", "missing", func(path string) { os.Remove(path) }},
+		{"deleted, a write cut short beside it", "missing", func(path string) {
+			os.Remove(path)
+			os.WriteFile(filepath.Join(filepath.Dir(path), ".second.md.tmp-1x2y"), []byte("# No"), 0o644)
+		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -163,6 +167,9 @@ func TestEditedViewIsRepairedAtStart(t *testing.T) {
 			}
 			if got := repairs(t, store); len(got) != 1 || got[0] != "second.md "+tt.reason {
 				t.Errorf("repairs %v, want [second.md %s]", got, tt.reason)
+			}
+			if temps, _ := filepath.Glob(filepath.Join(c.Dir, ".*.tmp-*")); len(temps) > 0 {
+				t.Errorf("temporary files left beside the views: %v", temps)
 			}
 		})
 	}

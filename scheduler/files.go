@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentrunner/agentrunner"
 	"github.com/agentrunner/agentrunner/artifact"
+	"github.com/agentrunner/agentrunner/internal/atomicfile"
 	"github.com/agentrunner/agentrunner/view"
 )
 
@@ -140,6 +141,9 @@ func (s *Scheduler) checkView(ctx context.Context, r *agentrunner.Run, listed *a
 	if err != nil {
 		s.log.Error("an artifact's view", "run", r.ID, "error", err)
 		return nil, nil
+	}
+	if err := atomicfile.RemoveTemps(path); err != nil { // a write a crash cut short
+		s.log.Warn("removing what a cut-short write of an artifact's view left", "run", r.ID, "path", path, "error", err)
 	}
 	if reason, err := view.Compare(path, listed); err != nil || reason == "" || onRead && reason == view.Missing {
 		if err != nil {
