@@ -113,6 +113,10 @@ type ModelSettings struct {
 	// InlineInputs: the inputs are in the prompt, and the model gets no
 	// filesystem_read access to them.
 	InlineInputs bool
+	// ToolBudget bounds the tool calls of the attempt; once they are
+	// spent the model gets one last turn, without tools, to answer.
+	// 0: no budget.
+	ToolBudget int
 }
 
 // TokenBudget is a limit on model tokens and where it comes from.

@@ -198,6 +198,9 @@ type Agent struct {
 	RepairTurns *int     `yaml:"repair_turns"`
 	// TokenBudget bounds the tokens (input + output) of one attempt; 0: none.
 	TokenBudget int `yaml:"token_budget"`
+	// ToolBudget bounds the tool calls of one attempt; once they are
+	// spent the model gets one last turn, without tools, to answer. 0: none.
+	ToolBudget int `yaml:"tool_budget"`
 	// InlineInputs puts the inputs' content into the prompt instead of
 	// giving the model filesystem_read access to them.
 	InlineInputs bool `yaml:"inline_inputs"`

@@ -259,6 +259,9 @@ func (v *validator) agent(name string, a *Agent) {
 		if a.RepairTurns != nil && *a.RepairTurns < 0 {
 			v.add(key+".repair_turns", "must not be negative")
 		}
+		if a.ToolBudget < 0 {
+			v.add(key+".tool_budget", "must not be negative (0: no budget), got %d", a.ToolBudget)
+		}
 	}
 	if a.TokenBudget < 0 {
 		v.add(key+".token_budget", "must not be negative")

@@ -117,6 +117,8 @@ type conversation struct {
 	// shown holds the ids of the operator's messages the model has seen:
 	// those in its mailbox when it started, and those given since.
 	shown map[string]bool
+	// called counts the tool calls run, against the tool budget.
+	called int
 }
 
 func (c *conversation) run(ctx context.Context) error {
@@ -140,6 +142,9 @@ func (c *conversation) run(ctx context.Context) error {
 			Model: m.Name, System: c.inv.Prompt, Messages: c.msgs, Tools: c.specs,
 			Temperature: m.Temperature, MaxTokens: m.MaxTokens,
 		}
+		if c.spent() {
+			req.Tools = nil // the last turn: an answer, no more calls
+		}
 		if isJSON {
 			req.JSONSchema, req.SchemaName = c.schema(), strings.TrimSuffix(file, ".json")
 		}
@@ -153,7 +158,10 @@ func (c *conversation) run(ctx context.Context) error {
 		}
 		c.msgs = append(c.msgs, llm.Message{Role: llm.Assistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
 		if len(resp.ToolCalls) > 0 {
-			c.msgs = append(c.msgs, llm.Message{Role: llm.User, ToolResults: c.callTools(ctx, resp.ToolCalls)})
+			if req.Tools == nil && c.spent() {
+				return agentrunner.Fail(agentrunner.ClassBudget, "the model called tools after its tool budget (%d calls) was spent, in the turn it was given to answer", m.ToolBudget)
+			}
+			c.msgs = append(c.msgs, c.toolTurn(ctx, resp.ToolCalls))
 			continue
 		}
 		answer := unfence(resp.Text)
@@ -214,6 +222,34 @@ func (c *conversation) checkBudget() error {
 		return agentrunner.Fail(agentrunner.ClassBudget, "token budget exceeded: %d tokens used, %s allows %d", c.usage.Total(), b.Source, b.Limit)
 	}
 	return nil
+}
+
+// spent reports whether the tool budget is spent.
+func (c *conversation) spent() bool {
+	b := c.inv.Model.ToolBudget
+	return b > 0 && c.called >= b
+}
+
+// toolTurn runs a turn's calls within the tool budget: calls past it get
+// an error instead of running, and once it is spent the model is told to
+// answer now, in the one turn it has left.
+func (c *conversation) toolTurn(ctx context.Context, calls []llm.ToolCall) llm.Message {
+	b := c.inv.Model.ToolBudget
+	run := calls
+	if b > 0 && len(calls) > b-c.called {
+		run = calls[:max(b-c.called, 0)]
+	}
+	results := c.callTools(ctx, run)
+	c.called += len(run)
+	for _, call := range calls[len(run):] {
+		res := agentrunner.ToolResult{IsError: true, Message: fmt.Sprintf("not run: your tool budget of %d calls is spent", b)}
+		results = append(results, llm.ToolResult{CallID: call.ID, Content: encodeResult(res), IsError: true})
+	}
+	msg := llm.Message{Role: llm.User, ToolResults: results}
+	if c.spent() {
+		msg.Text = fmt.Sprintf("Your tool budget of %d calls is spent: no more tool calls. Answer now with the complete content of %s from what you have.", b, c.inv.Output.File)
+	}
+	return msg
 }
 
 // callTools runs the calls of one turn concurrently and returns their

@@ -366,3 +366,35 @@ func TestInjectedMessageReachesTheNextTurn(t *testing.T) {
 		t.Error("the operator's message was given twice")
 	}
 }
+
+func TestAToolBudgetSpentLeavesOneTurnToAnswer(t *testing.T) {
+	sleepy := func(id string) llm.ToolCall {
+		return llm.ToolCall{ID: id, Name: "sleepy", Arguments: json.RawMessage(`{"ms":0}`)}
+	}
+	e := setup(t, func(a *config.Agent) { a.ToolBudget = 2 })
+	model := &scripted{replies: []func(*llm.Request) (*llm.Response, error){calls(sleepy("a"), sleepy("b"), sleepy("c")), answer(e.valid)}}
+	res, err := New(model, e.exec).Run(context.Background(), e.inv)
+	if err != nil || string(res.Output) != e.valid {
+		t.Fatalf("run: %v; output %q", err, res.Output)
+	}
+	last := model.requests[1]
+	if len(last.Tools) != 0 {
+		t.Errorf("the last turn offered %d tools, want none", len(last.Tools))
+	}
+	turn := last.Messages[len(last.Messages)-1]
+	if !strings.Contains(turn.Text, "tool budget of 2 calls is spent") || len(turn.ToolResults) != 3 {
+		t.Fatalf("the message after the budget: %q with %d results", turn.Text, len(turn.ToolResults))
+	}
+	for i, want := range []bool{false, false, true} {
+		if r := turn.ToolResults[i]; r.IsError != want || (want && !strings.Contains(r.Content, "not run")) {
+			t.Errorf("result %d: %+v, want isError %v", i, r, want)
+		}
+	}
+
+	e = setup(t, func(a *config.Agent) { a.ToolBudget = 1 })
+	model = &scripted{replies: []func(*llm.Request) (*llm.Response, error){calls(sleepy("a")), calls(sleepy("b"))}}
+	_, err = New(model, e.exec).Run(context.Background(), e.inv)
+	if agentrunner.ClassOf(err) != agentrunner.ClassBudget || !strings.Contains(err.Error(), "tool budget (1 calls)") {
+		t.Errorf("calls after the budget, in the last turn: %v, want a budget error", err)
+	}
+}

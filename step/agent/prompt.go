@@ -106,7 +106,7 @@ func Contract(a *workspace.Agent) agentrunner.OutputContract {
 
 // ModelSettings are an agent's model parameters for an invocation.
 func ModelSettings(a *config.Agent) agentrunner.ModelSettings {
-	m := agentrunner.ModelSettings{Name: a.Model, Temperature: a.Temperature, MaxTokens: a.MaxTokens, MaxTurns: a.MaxTurns, InlineInputs: a.InlineInputs}
+	m := agentrunner.ModelSettings{Name: a.Model, Temperature: a.Temperature, MaxTokens: a.MaxTokens, MaxTurns: a.MaxTurns, InlineInputs: a.InlineInputs, ToolBudget: a.ToolBudget}
 	if a.RepairTurns != nil {
 		m.RepairTurns = *a.RepairTurns
 	}
