@@ -142,8 +142,12 @@ func (c *conversation) run(ctx context.Context) error {
 			Model: m.Name, System: c.inv.Prompt, Messages: c.msgs, Tools: c.specs,
 			Temperature: m.Temperature, MaxTokens: m.MaxTokens,
 		}
-		if c.spent() {
+		if c.spent() || turn == m.MaxTurns {
 			req.Tools = nil // the last turn: an answer, no more calls
+		}
+		if turn == m.MaxTurns && turn > 1 && len(req.Tools) == 0 && len(c.specs) > 0 && !c.spent() {
+			c.lastTurn(fmt.Sprintf("This is your last turn (max_turns %d): no more tool calls. Answer now with the complete content of %s from what you have.", m.MaxTurns, file))
+			req.Messages = c.msgs
 		}
 		if isJSON {
 			req.JSONSchema, req.SchemaName = c.schema(), strings.TrimSuffix(file, ".json")
@@ -160,6 +164,9 @@ func (c *conversation) run(ctx context.Context) error {
 		if len(resp.ToolCalls) > 0 {
 			if req.Tools == nil && c.spent() {
 				return agentrunner.Fail(agentrunner.ClassBudget, "the model called tools after its tool budget (%d calls) was spent, in the turn it was given to answer", m.ToolBudget)
+			}
+			if turn == m.MaxTurns {
+				return agentrunner.Fail(agentrunner.ClassInvalidOutput, "the model gave no final answer within max_turns (%d): it called tools in its last turn", m.MaxTurns)
 			}
 			c.msgs = append(c.msgs, c.toolTurn(ctx, resp.ToolCalls))
 			continue
@@ -222,6 +229,13 @@ func (c *conversation) checkBudget() error {
 		return agentrunner.Fail(agentrunner.ClassBudget, "token budget exceeded: %d tokens used, %s allows %d", c.usage.Total(), b.Source, b.Limit)
 	}
 	return nil
+}
+
+// lastTurn adds a note to the message the model reads next (the tool
+// results of its last turn): it is to answer now.
+func (c *conversation) lastTurn(note string) {
+	last := &c.msgs[len(c.msgs)-1]
+	last.Text = strings.TrimSpace(last.Text + "\n\n" + note)
 }
 
 // spent reports whether the tool budget is spent.

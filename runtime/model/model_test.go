@@ -398,3 +398,21 @@ func TestAToolBudgetSpentLeavesOneTurnToAnswer(t *testing.T) {
 		t.Errorf("calls after the budget, in the last turn: %v, want a budget error", err)
 	}
 }
+
+func TestTheLastTurnUnderMaxTurnsIsForTheAnswer(t *testing.T) {
+	e := setup(t, func(a *config.Agent) { a.MaxTurns = 2 })
+	model := &scripted{replies: []func(*llm.Request) (*llm.Response, error){
+		calls(llm.ToolCall{ID: "a", Name: "sleepy", Arguments: json.RawMessage(`{"ms":0}`)}), answer(e.valid),
+	}}
+	res, err := New(model, e.exec).Run(context.Background(), e.inv)
+	if err != nil || string(res.Output) != e.valid {
+		t.Fatalf("run: %v; output %q", err, res.Output)
+	}
+	last := model.requests[1]
+	if len(model.requests[0].Tools) == 0 || len(last.Tools) != 0 {
+		t.Errorf("tools offered: %d in the first turn, %d in the last; want some, then none", len(model.requests[0].Tools), len(last.Tools))
+	}
+	if msg := last.Messages[len(last.Messages)-1]; !strings.Contains(msg.Text, "This is your last turn (max_turns 2)") {
+		t.Errorf("the last turn's message: %q", msg.Text)
+	}
+}
