@@ -60,16 +60,7 @@ const reviewCapsule = "## Objective\nPR #7 review findings\n\n## Status\nReview 
 // second that answers with the note. It returns what the fixer saw.
 func handOffModel(t *testing.T, fixerSaw *string) func(req fake.OpenAIRequest) fake.OpenAIReply {
 	return func(req fake.OpenAIRequest) fake.OpenAIReply {
-		var system string
-		var results []string
-		for _, m := range req.Messages {
-			switch m.Role {
-			case "system":
-				system = m.Content
-			case "tool":
-				results = append(results, m.Content)
-			}
-		}
+		system, _, results := openAIRequest(req)
 		m := agentLine.FindStringSubmatch(system)
 		if m == nil {
 			t.Errorf("the prompt does not say which agent:\n%.300s", system)

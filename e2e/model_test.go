@@ -76,6 +76,34 @@ func (b brain) turn(system string, offered []string, results []string) ([]llm.To
 	return nil, string(mock.Generate(tmpl, filepath.Ext(template), cycle, agent, time.Now().UTC()))
 }
 
+// openAIRequest is what a turn of an OpenAI chat request says, in the
+// order brain.turn takes it: the system prompt, the tools offered, and
+// the results of the tools called so far.
+func openAIRequest(req fake.OpenAIRequest) (system string, offered, results []string) {
+	for _, m := range req.Messages {
+		switch m.Role {
+		case "system":
+			system = m.Content
+		case "tool":
+			results = append(results, m.Content)
+		}
+	}
+	for _, tl := range req.Tools {
+		offered = append(offered, tl.Name)
+	}
+	return system, offered, results
+}
+
+// openAIReply is the brain's turn as an OpenAI reply.
+func (b brain) openAIReply(req fake.OpenAIRequest) fake.OpenAIReply {
+	calls, text := b.turn(openAIRequest(req))
+	usage := llm.Usage{InputTokens: 1200, OutputTokens: 300, CachedTokens: 200}
+	if len(calls) > 0 {
+		return fake.OpenAIReply{ToolCalls: calls, FinishReason: "tool_calls", Usage: usage}
+	}
+	return fake.OpenAIReply{Text: text, FinishReason: "stop", Usage: usage}
+}
+
 // writeCandles writes daily BTC candles for the csv market-data provider.
 func writeCandles(t *testing.T, dir string) {
 	var b strings.Builder
@@ -198,26 +226,7 @@ func TestLearningLoopOnOpenAICompatibleServer(t *testing.T) {
 		var replies []fake.OpenAIReply
 		for i := 0; i < 10; i++ {
 			replies = append(replies, fake.OpenAIReply{Respond: func(req fake.OpenAIRequest) fake.OpenAIReply {
-				var system string
-				var results []string
-				for _, m := range req.Messages {
-					switch m.Role {
-					case "system":
-						system = m.Content
-					case "tool":
-						results = append(results, m.Content)
-					}
-				}
-				var offered []string
-				for _, tl := range req.Tools {
-					offered = append(offered, tl.Name)
-				}
-				calls, text := b.turn(system, offered, results)
-				usage := llm.Usage{InputTokens: 1200, OutputTokens: 300, CachedTokens: 200}
-				if len(calls) > 0 {
-					return fake.OpenAIReply{ToolCalls: calls, FinishReason: "tool_calls", Usage: usage}
-				}
-				return fake.OpenAIReply{Text: text, FinishReason: "stop", Usage: usage}
+				return b.openAIReply(req)
 			}})
 		}
 		return replies
@@ -272,27 +281,7 @@ func TestLearningLoopOnAnthropicServer(t *testing.T) {
 // search` finds both.
 func TestLearningLoopMemoryGrowsFromCycleToCycle(t *testing.T) {
 	b := brain{t: t}
-	respond := func(req fake.OpenAIRequest) fake.OpenAIReply {
-		var system string
-		var results []string
-		for _, m := range req.Messages {
-			switch m.Role {
-			case "system":
-				system = m.Content
-			case "tool":
-				results = append(results, m.Content)
-			}
-		}
-		var offered []string
-		for _, tl := range req.Tools {
-			offered = append(offered, tl.Name)
-		}
-		calls, text := b.turn(system, offered, results)
-		if len(calls) > 0 {
-			return fake.OpenAIReply{ToolCalls: calls, FinishReason: "tool_calls"}
-		}
-		return fake.OpenAIReply{Text: text, FinishReason: "stop"}
-	}
+	respond := b.openAIReply
 	var replies []fake.OpenAIReply
 	for range 20 {
 		replies = append(replies, fake.OpenAIReply{Respond: respond})

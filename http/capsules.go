@@ -397,15 +397,8 @@ func (s *Server) handleImportCapsules(w http.ResponseWriter, r *http.Request) {
 
 // handleCapsule returns a capsule by id, live or deleted, with its text.
 func (s *Server) handleCapsule(w http.ResponseWriter, r *http.Request) {
-	svc := s.capsules(w, r)
-	if svc == nil {
-		return
-	}
-	id, ok := s.capsuleID(w, r)
+	svc, id, ok := s.capsuleTarget(w, r)
 	if !ok {
-		return
-	}
-	if !s.noQuery(w, r) {
 		return
 	}
 	c, err := svc.FetchID(r.Context(), id)
@@ -455,15 +448,8 @@ func (s *Server) handlePostCapsule(w http.ResponseWriter, r *http.Request) {
 // handlePatchCapsule changes the fields given of a live capsule, if it is
 // still at the version the caller read.
 func (s *Server) handlePatchCapsule(w http.ResponseWriter, r *http.Request) {
-	svc := s.capsules(w, r)
-	if svc == nil {
-		return
-	}
-	id, ok := s.capsuleID(w, r)
+	svc, id, ok := s.capsuleTarget(w, r)
 	if !ok {
-		return
-	}
-	if !s.noQuery(w, r) {
 		return
 	}
 	var body CapsulePatch
@@ -485,15 +471,8 @@ func (s *Server) handlePatchCapsule(w http.ResponseWriter, r *http.Request) {
 
 // handleDeleteCapsule deletes a live capsule, softly.
 func (s *Server) handleDeleteCapsule(w http.ResponseWriter, r *http.Request) {
-	svc := s.capsules(w, r)
-	if svc == nil {
-		return
-	}
-	id, ok := s.capsuleID(w, r)
+	svc, id, ok := s.capsuleTarget(w, r)
 	if !ok {
-		return
-	}
-	if !s.noQuery(w, r) {
 		return
 	}
 	if err := svc.Delete(r.Context(), id); err != nil {
@@ -575,4 +554,17 @@ func capsuleRequest[T any](s *Server, w http.ResponseWriter, r *http.Request) (s
 		return nil, nil, false
 	}
 	return svc, body, true
+}
+
+// capsuleTarget is how a route on one capsule by id starts: the service,
+// the id of the path, and no query parameters; ok is false when it has
+// answered the request already.
+func (s *Server) capsuleTarget(w http.ResponseWriter, r *http.Request) (svc *capsule.Service, id int64, ok bool) {
+	if svc = s.capsules(w, r); svc == nil {
+		return nil, 0, false
+	}
+	if id, ok = s.capsuleID(w, r); !ok || !s.noQuery(w, r) {
+		return nil, 0, false
+	}
+	return svc, id, true
 }
