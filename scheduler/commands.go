@@ -264,14 +264,19 @@ func (s *Scheduler) stale(t *task) bool {
 
 // dispatch starts the attempts the last commit recorded running.
 func (s *Scheduler) dispatch(ctx context.Context) {
+	s.catchUp(context.WithoutCancel(ctx))
+	var held []*task
 	for _, t := range s.starting {
-		if s.stale(t) || t.ss.att.Status != agentrunner.AttemptRunning {
+		switch {
+		case s.stale(t) || t.ss.att.Status != agentrunner.AttemptRunning:
 			s.slots++ // ended in the batch that started it
-			continue
+		case s.behind[t.rs.run.ID]:
+			held = append(held, t) // its follower is behind: try at the next pass
+		default:
+			s.startWorker(ctx, t)
 		}
-		s.startWorker(ctx, t)
 	}
-	s.starting = nil
+	s.starting = held
 }
 
 // recordSlack is how long past its time limit an attempt's context lasts:

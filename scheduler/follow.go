@@ -16,8 +16,9 @@ const followAtStart = 10
 
 // follow hands each run that the committed units changed to its
 // pipeline's follower (RunFollower), before any attempt the commit
-// opened starts. A follower that fails is logged and called again at the
-// run's next commit and at the next start; the store is right either way.
+// opened starts. A follower that fails is logged, and the run's attempts
+// wait (dispatch holds them) until a later call succeeds: its agents
+// read what the follower keeps (the document), which must not be behind.
 func (s *Scheduler) follow(ctx context.Context, us []*unit, errs []error) {
 	if len(s.opts.Followers) == 0 {
 		return
@@ -43,7 +44,8 @@ func (s *Scheduler) follow(ctx context.Context, us []*unit, errs []error) {
 	}
 }
 
-// followRun calls the follower of run's pipeline, if it has one.
+// followRun calls the follower of run's pipeline, if it has one, and
+// records whether the run is behind (its attempts wait) or caught up.
 func (s *Scheduler) followRun(ctx context.Context, run *agentrunner.Run) {
 	f := s.opts.Followers[run.Pipeline]
 	if f == nil {
@@ -51,7 +53,22 @@ func (s *Scheduler) followRun(ctx context.Context, run *agentrunner.Run) {
 	}
 	r := *run
 	if err := f.Follow(ctx, &r); err != nil {
-		s.log.Error("follow a run", "pipeline", run.Pipeline, "run", run.ID, "status", string(run.Status), "err", err)
+		s.log.Error("follow a run; its attempts wait until it is followed", "pipeline", run.Pipeline, "run", run.ID, "status", string(run.Status), "err", err)
+		s.behind[run.ID] = true
+		return
+	}
+	delete(s.behind, run.ID)
+}
+
+// catchUp calls the followers of the runs that are behind again; a run
+// that is no longer in flight needs it no more.
+func (s *Scheduler) catchUp(ctx context.Context) {
+	for _, id := range slices.Sorted(maps.Keys(s.behind)) {
+		if rs := s.runs[id]; rs != nil {
+			s.followRun(ctx, rs.run)
+		} else {
+			delete(s.behind, id)
+		}
 	}
 }
 

@@ -178,6 +178,8 @@ type Scheduler struct {
 	bounds map[*runState]time.Time
 	// control is the workspace's pause.
 	control agentrunner.Control
+	// behind are the runs whose follower failed: their attempts wait.
+	behind map[string]bool
 }
 
 // New checks the options and returns a scheduler.
@@ -189,6 +191,7 @@ func New(opts Options) (*Scheduler, error) {
 		opts: opts, clock: opts.Clock, log: opts.Logger,
 		labels: map[*agentrunner.Step]*route.Extractor{}, wake: make(chan struct{}, 1), starts: make(chan *startRequest), settled: make(chan struct{}), awaited: newCommandResults(), timed: map[*stepState]*runState{}, due: map[string]time.Time{},
 		runs: map[string]*runState{}, halted: map[string]*runState{}, queued: map[string][]*runState{}, active: map[string]int{},
+		behind: map[string]bool{},
 	}
 	for _, name := range slices.Sorted(maps.Keys(opts.Pipelines)) {
 		p := opts.Pipelines[name]
