@@ -503,7 +503,10 @@ type RunFilter struct {
 	Before     string // run ID bound (exclusive); empty: none
 	// EndedAfter selects the runs that ended at or after it; zero: any.
 	EndedAfter time.Time
-	Limit      int // 0: no limit
+	// Parent selects the runs a run started (its sub-agents' runs);
+	// empty: any.
+	Parent string
+	Limit  int // 0: no limit
 }
 
 // StepRunFilter selects step runs, oldest first.

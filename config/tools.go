@@ -22,6 +22,16 @@ type ToolSettings interface {
 	Check(report Reporter)
 }
 
+// ToolSettingsInConfig are settings that name other parts of the
+// configuration (subagent_run's pipeline): besides Check, they are checked
+// against the whole configuration once it is read.
+type ToolSettingsInConfig interface {
+	ToolSettings
+	// CheckIn reports what c lacks that the settings name, each problem
+	// at a key of the tool's section.
+	CheckIn(c *Config, report Reporter)
+}
+
 // Reporter records a problem at a key path relative to what is checked.
 type Reporter func(key, format string, args ...any)
 

@@ -194,3 +194,18 @@ func (w *ends) wait(ctx context.Context, id string, stopped <-chan struct{}) err
 		}
 	}
 }
+
+// StartChild starts a run of pipeline that the run parent started (a lead
+// agent's sub-agent), on the scheduler running now: Run's, or RunOnce's.
+// The inputs must satisfy the pipeline's inputs_schema. It fails when no
+// scheduler of the engine runs.
+func (e *Engine) StartChild(ctx context.Context, pipeline string, inputs map[string]any, parent string) (string, error) {
+	if err := e.Config().CheckInputs(pipeline, inputs); err != nil {
+		return "", err
+	}
+	s := e.active.Load()
+	if s == nil {
+		return "", errors.New("the engine is not running")
+	}
+	return s.StartChild(ctx, pipeline, inputs, parent)
+}

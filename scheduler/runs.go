@@ -257,6 +257,7 @@ func (s *Scheduler) schedules(ctx context.Context) error {
 type startRequest struct {
 	pipeline string
 	inputs   map[string]any
+	parent   string
 	id       string
 	reply    chan string
 }
@@ -267,10 +268,18 @@ type startRequest struct {
 // runs with a command, which the audit log keeps. It fails when ctx ends
 // or the scheduler stops first.
 func (s *Scheduler) Start(ctx context.Context, pipeline string, inputs map[string]any) (string, error) {
+	return s.StartChild(ctx, pipeline, inputs, "")
+}
+
+// StartChild is Start for a run that another run starts (a lead agent's
+// sub-agent): the new run records parent, the id of the run that started
+// it, by which it is found again (RunFilter.Parent). An empty parent is
+// Start.
+func (s *Scheduler) StartChild(ctx context.Context, pipeline string, inputs map[string]any, parent string) (string, error) {
 	if s.opts.Pipelines[pipeline] == nil {
 		return "", agentrunner.Errorf(agentrunner.ENOTFOUND, "no pipeline %q", pipeline)
 	}
-	req := &startRequest{pipeline: pipeline, inputs: inputs, reply: make(chan string, 1)}
+	req := &startRequest{pipeline: pipeline, inputs: inputs, parent: parent, reply: make(chan string, 1)}
 	select {
 	case s.starts <- req:
 	case <-ctx.Done():
@@ -286,7 +295,7 @@ func (s *Scheduler) Start(ctx context.Context, pipeline string, inputs map[strin
 
 // start starts the run a Start asked for, in the current batch.
 func (s *Scheduler) start(ctx context.Context, req *startRequest) error {
-	id, err := s.startRun(ctx, s.batch.change(), s.opts.Pipelines[req.pipeline], req.inputs, "")
+	id, err := s.startRun(ctx, s.batch.change(), s.opts.Pipelines[req.pipeline], req.inputs, req.parent)
 	req.id = id
 	return err
 }

@@ -749,6 +749,11 @@ func runsQuery(f agentrunner.RunFilter) (string, []any) {
 		q += ` AND status = ?`
 		args = append(args, string(f.Status))
 	}
+	if f.Parent != "" {
+		// runs_parent's condition, stated so that SQLite uses it.
+		q += ` AND parent = ? AND parent <> ''`
+		args = append(args, f.Parent)
+	}
 	if f.Unfinished {
 		q += ` AND (` + sqlUnfinishedRun + `)`
 	}

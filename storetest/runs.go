@@ -159,6 +159,7 @@ func seedRuns(t *testing.T, s agentrunner.Store) {
 	for _, st := range []agentrunner.RunStatus{agentrunner.RunCompleted, agentrunner.RunQueued} {
 		r := run("triage-"+string(st), st)
 		r.Pipeline = "triage"
+		r.Parent = "review-000002" // a lead's sub-agents
 		rs = append(rs, r)
 	}
 	mustApply(t, s, &agentrunner.Change{Runs: rs})
@@ -188,6 +189,9 @@ func testRunsFilter(t *testing.T, s agentrunner.Store) {
 		{"a page", agentrunner.RunFilter{Pipeline: "review", Before: "review-000005", Limit: 2}, []string{"review-000004", "review-000003"}},
 		{"a page of unfinished runs", agentrunner.RunFilter{Unfinished: true, Before: "review-000004", Limit: 2}, []string{"review-000003", "review-000002"}},
 		{"an unknown pipeline", agentrunner.RunFilter{Pipeline: "nope"}, nil},
+		{"a run's children", agentrunner.RunFilter{Parent: "review-000002"}, []string{"triage-queued", "triage-completed"}},
+		{"a run's unfinished children", agentrunner.RunFilter{Parent: "review-000002", Unfinished: true}, []string{"triage-queued"}},
+		{"a run without children", agentrunner.RunFilter{Parent: "review-000001"}, nil},
 	} {
 		got, err := s.Runs(ctx, tt.f)
 		if err != nil {

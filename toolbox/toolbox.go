@@ -22,6 +22,7 @@ import (
 	"github.com/agentrunner/agentrunner/internal/childenv"
 	"github.com/agentrunner/agentrunner/mcp"
 	"github.com/agentrunner/agentrunner/memory"
+	"github.com/agentrunner/agentrunner/subagent"
 	"github.com/agentrunner/agentrunner/todo"
 	"github.com/agentrunner/agentrunner/tool"
 	"github.com/agentrunner/agentrunner/tool/bird"
@@ -50,6 +51,11 @@ type Deps struct {
 	// Todos is the store of the runs' to-do lists the to-do tools work on;
 	// nil: they are built, and a call says the store is not open.
 	Todos agentrunner.TodoStore
+	// Subagents starts and awaits the sub-agent runs of subagent_run; it
+	// is bound to the engine once that is built. Nil: the tool is built,
+	// and a call says that sub-agents do not run in this process (a
+	// process agent's tools over agentrunner mcp).
+	Subagents *subagent.Launcher
 }
 
 // Kind is one kind of tool: what its section in the configuration holds,
@@ -80,6 +86,7 @@ func Builtin() Kinds {
 
 		fstool.WriteName:  {Config: fstool.WriteToolKind(), Build: buildWrite},
 		tool.ParallelName: {Config: config.ToolKind{Timeout: tool.ParallelTimeout}, Build: buildParallel},
+		subagent.Kind:     {Config: subagent.ToolKind(), Build: buildSubagent},
 	}
 	capsuleKinds(k)
 	k[memory.ToolAppend] = Kind{Config: config.ToolKind{Timeout: memory.AppendSpec.Timeout}, Build: buildMemory(memory.AppendSpec, (*memory.Log).AppendHandler)}
@@ -488,6 +495,26 @@ func buildTodo(defaults tool.Spec, handler func(*todo.Service) tool.Handler) fun
 		}
 		return spec, handler(todo.NewService(d.Todos, todo.Options{Clock: clockOf(d.Now)})), nil
 	}
+}
+
+// buildSubagent builds subagent_run on the launcher Deps gives, or one
+// that says sub-agents do not run in this process.
+func buildSubagent(_ *config.Config, t *config.Tool, d Deps) (tool.Spec, tool.Handler, error) {
+	s, err := settingsOf[*subagent.Settings](t)
+	if err != nil {
+		return tool.Spec{}, nil, err
+	}
+	spec, err := tool.FromConfig(subagent.Spec, t)
+	switch {
+	case err != nil:
+		return tool.Spec{}, nil, err
+	case s == nil || s.Pipeline == "":
+		return tool.Spec{}, nil, fmt.Errorf("tool %q: pipeline is required: the pipeline whose runs are the sub-agents' runs", t.Name)
+	case d.Subagents == nil:
+		return spec, unavailable(spec.Name, "sub-agents run inside the runner (run, serve), and this process runs none: "+
+			"a process agent's tools over agentrunner mcp cannot start them"), nil
+	}
+	return spec, d.Subagents.Handler(spec.Name, s.Pipeline, s.Parallel()), nil
 }
 
 // unavailable is the handler of a tool whose backing is not open here.

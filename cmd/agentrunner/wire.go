@@ -23,6 +23,7 @@ import (
 	"github.com/agentrunner/agentrunner/runtime/process"
 	"github.com/agentrunner/agentrunner/sqlite"
 	"github.com/agentrunner/agentrunner/step/execution"
+	"github.com/agentrunner/agentrunner/subagent"
 	"github.com/agentrunner/agentrunner/tool"
 	"github.com/agentrunner/agentrunner/toolbox"
 	"github.com/agentrunner/agentrunner/webhook"
@@ -285,7 +286,10 @@ func openRunner(ctx context.Context, ws *workspace.Workspace, clock agentrunner.
 	if len(problems) > 0 {
 		return nil, problems
 	}
-	deps := toolbox.Deps{LookupEnv: lookupEnv, Now: clock.Now, Capsules: r.store, Todos: r.store}
+	// The sub-agents' launcher is bound to the engine once it is built,
+	// after the tools.
+	subagents := subagent.NewLauncher()
+	deps := toolbox.Deps{LookupEnv: lookupEnv, Now: clock.Now, Capsules: r.store, Todos: r.store, Subagents: subagents}
 	if es != nil {
 		deps.Account = es
 	}
@@ -319,6 +323,7 @@ func openRunner(ctx context.Context, ws *workspace.Workspace, clock agentrunner.
 	if r.engine, err = engine.New(opts); err != nil {
 		return nil, err
 	}
+	subagents.Bind(r.engine, r.store)
 	deliver, err := deliverers(cfg, es, lookupEnv)
 	if err != nil {
 		return nil, err

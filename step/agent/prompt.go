@@ -2,9 +2,11 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 
@@ -80,6 +82,9 @@ func (at *attempt) invocation(inputs []agentrunner.Input) *agentrunner.Invocatio
 		TemplatePath: a.TemplatePath, Timeout: at.timeout(), Tools: a.Tools,
 		Output: Contract(a), Model: ModelSettings(a.Agent),
 	}
+	if b, ok := TaskToolBudget(sa.Run); ok {
+		inv.Model.ToolBudget = b
+	}
 	if a.Output.Schema != "" {
 		inv.SchemaPath = a.SchemaPath
 	}
@@ -87,6 +92,38 @@ func (at *attempt) invocation(inputs []agentrunner.Input) *agentrunner.Invocatio
 		inv.MemoryPath = at.k.ws.Layout.Memory(a.Name)
 	}
 	return inv
+}
+
+// TaskToolBudget is the tool budget a lead gave the sub-agent whose run r
+// is: the run input task.tool_budget of a run that has a parent, when it
+// is a positive integer. It stands in for the agent's tool_budget, so a
+// lead sizes each sub-agent's work to its task.
+func TaskToolBudget(r *agentrunner.Run) (int, bool) {
+	if r == nil || r.Parent == "" {
+		return 0, false
+	}
+	task, _ := r.Inputs["task"].(map[string]any)
+	var n float64
+	switch v := task["tool_budget"].(type) {
+	case int:
+		n = float64(v)
+	case int64:
+		n = float64(v)
+	case float64:
+		n = v
+	case json.Number:
+		f, err := v.Float64()
+		if err != nil {
+			return 0, false
+		}
+		n = f
+	default:
+		return 0, false
+	}
+	if n < 1 || n != math.Trunc(n) || n > math.MaxInt32 {
+		return 0, false
+	}
+	return int(n), true
 }
 
 // Contract is the output contract of an agent for an invocation.

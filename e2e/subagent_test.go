@@ -1,0 +1,318 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/internal/syncbuf"
+	"github.com/agentrunner/agentrunner/llm"
+	"github.com/agentrunner/agentrunner/llm/fake"
+	"github.com/agentrunner/agentrunner/sqlite"
+)
+
+// subagentConfig is a lead agent that runs sub-agents (spec 4): the
+// pipeline research has one step, the lead, whose subagent_run starts
+// runs of research-task, the researcher's pipeline.
+const subagentConfig = `version: 1
+name: subagents
+artifacts_dir: ./artifacts
+
+providers:
+  openai: {kind: openai, model: gpt-4.1, base_url: "%s", api_key_env: OPENAI_API_KEY}
+
+defaults: {provider: openai, timeout: 1m, retries: {max: 0}}
+
+tools:
+  subagent_run: {kind: subagent_run, pipeline: research-task, max_parallel: 3}
+  parallel_tool_call: {kind: parallel_tool_call}
+  todo_list_write: {kind: todo_list_write}
+  filesystem_write: {kind: filesystem_write}
+
+agents:
+  lead:
+    identity: lead.md
+    tools: [subagent_run, parallel_tool_call, todo_list_write]
+    output: {file: answer.md, template: answer.md}
+  researcher:
+    identity: researcher.md
+    tools: [filesystem_write]
+    output: {file: result.json, template: result.json, schema: result.schema.json}
+
+pipelines:
+  research:
+    start: lead
+    steps:
+      lead: {agent: lead, next: end}
+  research-task:
+    start: research
+    steps:
+      research: {agent: researcher, next: end}
+`
+
+// subagentTasks are the lead's tasks, each with how long its researcher's
+// model takes to answer: alpha ends at once, beta and gamma are still
+// running when the first runner is killed.
+var subagentTasks = map[string]time.Duration{"alpha": 300 * time.Millisecond, "beta": 4 * time.Second, "gamma": 4 * time.Second}
+
+var taskNameInPrompt = regexp.MustCompile(`"task_name":"(\w+)"`)
+
+// subagentModel plays the lead and the researchers. The lead's first turn
+// runs the three tasks in one parallel_tool_call, its second writes the
+// answer; a researcher answers its task, read from its prompt, with a
+// SubagentResult. leadSaw gets the tool results of the lead's last turn.
+type subagentModel struct {
+	t       *testing.T
+	mu      sync.Mutex
+	leadSaw []string
+}
+
+func (m *subagentModel) respond(req fake.OpenAIRequest) fake.OpenAIReply {
+	system, _, results := openAIRequest(req)
+	usage := llm.Usage{InputTokens: 400, OutputTokens: 60}
+	match := agentLine.FindStringSubmatch(system)
+	if match == nil {
+		m.t.Errorf("the prompt does not say which agent:\n%.300s", system)
+		return fake.OpenAIReply{Text: "?"}
+	}
+	switch agent := match[1]; {
+	case agent == "lead" && len(results) == 0:
+		var calls []map[string]any
+		for _, name := range slices.Sorted(maps.Keys(subagentTasks)) {
+			calls = append(calls, map[string]any{"name": "subagent_run", "arguments": map[string]any{"task": map[string]any{
+				"task_name": name, "prompt": "Research " + name + " and summarise it.", "description": "the " + name + " question", "tool_budget": 2,
+			}}})
+		}
+		args, _ := json.Marshal(map[string]any{"calls": calls})
+		return fake.OpenAIReply{ToolCalls: []llm.ToolCall{{ID: "batch-1", Name: "parallel_tool_call", Arguments: args}}, Usage: usage}
+	case agent == "lead":
+		m.mu.Lock()
+		m.leadSaw = results
+		m.mu.Unlock()
+		return fake.OpenAIReply{Text: "# Answer\n\n## Body\nalpha, beta and gamma are researched.\n", Usage: usage}
+	case agent == "researcher":
+		name := researcherTask(req)
+		if name == "" {
+			m.t.Errorf("the researcher's prompt has no task:\n%.600s", system)
+			return fake.OpenAIReply{Text: "{}"}
+		}
+		out, _ := json.Marshal(map[string]any{"summary": "found " + name, "detail": "the detail of " + name})
+		return fake.OpenAIReply{Text: string(out), Usage: usage, Delay: subagentTasks[name]}
+	}
+	m.t.Errorf("unexpected agent %q", match[1])
+	return fake.OpenAIReply{Text: "?"}
+}
+
+// researcherTask is the task name in a researcher's prompt, "" if none.
+func researcherTask(req fake.OpenAIRequest) string {
+	for _, msg := range req.Messages {
+		if sm := taskNameInPrompt.FindStringSubmatch(msg.Content); sm != nil {
+			return sm[1]
+		}
+	}
+	return ""
+}
+
+// TestSubagentRunsAreDurableChildRuns: a lead agent runs three sub-agents
+// at once with subagent_run in a parallel_tool_call. Each is a run of
+// research-task whose parent is the lead's run. The runner is killed
+// while two of them run: run again, the lead's attempt finds the children
+// it started, the one that ended is not run again, the others are
+// resumed, and the lead gets the three results and answers.
+func TestSubagentRunsAreDurableChildRuns(t *testing.T) {
+	model := &subagentModel{t: t}
+	var replies []fake.OpenAIReply
+	for range 40 {
+		replies = append(replies, fake.OpenAIReply{Respond: model.respond})
+	}
+	srv := fake.NewOpenAI(t, testKey, replies...)
+	dir := t.TempDir()
+	files := map[string]string{
+		"agentrunner.yaml":   fmt.Sprintf(subagentConfig, srv.URL()),
+		"lead.md":            "# Lead\n\nPlan, run sub-agents, answer.\n",
+		"researcher.md":      "# Researcher\n\nResearch your task and answer with a SubagentResult.\n",
+		"answer.md":          "# Answer\n\n## Body\n<!-- the answer -->\n",
+		"result.json":        `{"summary": "what you found", "detail": "how"}` + "\n",
+		"result.schema.json": `{"type": "object", "properties": {"summary": {"type": "string", "minLength": 1}, "detail": {"type": "string"}, "artifact_path": {"type": "string"}}, "required": ["summary"], "additionalProperties": false}`,
+		"tools.md": "# Tools\n\n## subagent_run\nRuns a sub-agent.\n\n## parallel_tool_call\nRuns calls at once.\n\n" +
+			"## todo_list_write\nWrites the plan.\n\n## filesystem_write\nWrites a report.\n",
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := filepath.Join(dir, "agentrunner.yaml")
+	start := func() (*exec.Cmd, *syncbuf.Buffer) {
+		var out syncbuf.Buffer
+		cmd := exec.Command(binary, "run", "--once", "--pipeline", "research", "-c", cfg)
+		cmd.Env = append(os.Environ(), "OPENAI_API_KEY="+testKey)
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return cmd, &out
+	}
+
+	// The first runner: killed once alpha's child ended and beta's and
+	// gamma's researchers are answering.
+	first, out := start()
+	exited := make(chan error, 1)
+	go func() { exited <- first.Wait() }()
+	store := waitForStore(t, srv, filepath.Join(dir, "artifacts", "state.db"), exited, out)
+	defer store.Close()
+	ctx := context.Background()
+	var lead *agentrunner.Run
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			first.Process.Kill()
+			t.Fatalf("the children did not get going:\n%s", out)
+		}
+		select {
+		case err := <-exited:
+			t.Fatalf("the first runner exited (%v) before it was killed:\n%s", err, out)
+		default:
+		}
+		leads, err := store.Runs(ctx, agentrunner.RunFilter{Pipeline: "research"})
+		if err != nil || len(leads) == 0 {
+			continue
+		}
+		lead = leads[0]
+		children, err := store.Runs(ctx, agentrunner.RunFilter{Parent: lead.ID})
+		if err != nil || len(children) < 3 {
+			continue
+		}
+		done := 0
+		for _, c := range children {
+			if c.Status == agentrunner.RunCompleted {
+				done++
+			}
+		}
+		asked := requestsByTask(srv)
+		if done == 1 && asked["beta"] == 1 && asked["gamma"] == 1 {
+			break
+		}
+	}
+	first.Process.Signal(syscall.SIGKILL)
+	<-exited
+	t.Logf("first runner, killed while two sub-agents ran:\n%s", out)
+
+	again, out := start()
+	done := make(chan error, 1)
+	go func() { done <- again.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("the second run --once: %v\n%s", err, out)
+		}
+	case <-time.After(90 * time.Second):
+		again.Process.Kill()
+		t.Fatalf("the second runner did not finish:\n%s", out)
+	}
+
+	lead, err := store.Run(ctx, lead.ID)
+	if err != nil || lead.Status != agentrunner.RunCompleted {
+		t.Fatalf("the lead's run: %+v, %v", lead, err)
+	}
+	children, err := store.Runs(ctx, agentrunner.RunFilter{Parent: lead.ID})
+	if err != nil || len(children) != 3 {
+		t.Fatalf("children of %s: %d, %v; want 3", lead.ID, len(children), err)
+	}
+	var latestStart, earliestEnd time.Time
+	for _, c := range children {
+		if c.Pipeline != "research-task" || c.Status != agentrunner.RunCompleted || c.Parent != lead.ID {
+			t.Errorf("child %s: pipeline %s, status %s, parent %s", c.ID, c.Pipeline, c.Status, c.Parent)
+		}
+		if latestStart.IsZero() || c.StartedAt.After(latestStart) {
+			latestStart = c.StartedAt
+		}
+		if earliestEnd.IsZero() || c.EndedAt.Before(earliestEnd) {
+			earliestEnd = c.EndedAt
+		}
+	}
+	// The three ran at once: each started before any ended.
+	if !latestStart.Before(earliestEnd) {
+		t.Errorf("the children did not overlap: the last started at %v, the first ended at %v", latestStart, earliestEnd)
+	}
+	// alpha ended before the kill and was not run again; beta and gamma
+	// were asked again by the second runner.
+	asked := requestsByTask(srv)
+	if asked["alpha"] != 1 || asked["beta"] != 2 || asked["gamma"] != 2 {
+		t.Errorf("researcher requests by task: %v; want alpha 1, beta 2, gamma 2", asked)
+	}
+	// The batch's result: one {name, isError, message} per call, each
+	// message a SubagentResult.
+	model.mu.Lock()
+	saw := model.leadSaw
+	model.mu.Unlock()
+	var got []string
+	for _, r := range saw {
+		var outer struct{ Message string }
+		var batch []struct {
+			Name    string
+			IsError bool
+			Message string
+		}
+		if json.Unmarshal([]byte(r), &outer) != nil || json.Unmarshal([]byte(outer.Message), &batch) != nil {
+			t.Errorf("the lead's tool result is not a batch's: %s", r)
+			continue
+		}
+		for _, b := range batch {
+			got = append(got, fmt.Sprintf("%s %v %s", b.Name, b.IsError, b.Message))
+		}
+	}
+	want := []string{
+		`subagent_run false {"summary":"found alpha","detail":"the detail of alpha"}`,
+		`subagent_run false {"summary":"found beta","detail":"the detail of beta"}`,
+		`subagent_run false {"summary":"found gamma","detail":"the detail of gamma"}`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("the lead's conversation has the results\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// requestsByTask counts the requests of the researchers by task.
+func requestsByTask(srv *fake.OpenAIServer) map[string]int {
+	n := map[string]int{}
+	for _, req := range srv.Requests() {
+		system, _, _ := openAIRequest(req)
+		if m := agentLine.FindStringSubmatch(system); m != nil && m[1] == "researcher" {
+			n[researcherTask(req)]++
+		}
+	}
+	return n
+}
+
+// waitForStore opens the store once the runner made it: once its lead
+// asked the model.
+func waitForStore(t *testing.T, srv *fake.OpenAIServer, path string, exited <-chan error, out *syncbuf.Buffer) *sqlite.Store {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		select {
+		case err := <-exited:
+			t.Fatalf("the runner exited (%v):\n%s", err, out)
+		default:
+		}
+		if len(srv.Requests()) == 0 {
+			continue
+		}
+		store, err := sqlite.Open(context.Background(), path)
+		if err == nil {
+			return store
+		}
+	}
+	t.Fatalf("no store at %s:\n%s", path, out)
+	return nil
+}
