@@ -47,6 +47,11 @@ type Invocation struct {
 	OutputPath string
 	// CycleDir is the current cycle's directory (read-only for agents).
 	CycleDir string
+	// MemoryRunDir is the run directory under whose memory/ folder the
+	// agent's filesystem_write writes: the run's own, or, in a sub-agent's
+	// run (a run with a parent), its root ancestor's, so the sub-agents
+	// of a lead write where the lead reads. Empty: CycleDir.
+	MemoryRunDir string
 	// WorkspaceDir is the workspace's directory (where agentrunner.yaml
 	// is), for agents whose scripts live in the workspace.
 	WorkspaceDir string

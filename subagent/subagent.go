@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -181,7 +182,11 @@ func Key(leadRun, leadStep string, t Task) string {
 }
 
 // ParseResult reads a sub-agent's output as a Result: a JSON object with
-// a non-empty summary, and optional detail and artifact_path.
+// a non-empty summary, and optional detail and artifact_path. The
+// artifact_path is made relative to the lead's run directory, where the
+// sub-agent's filesystem_write wrote it: a path relative to memory/
+// (report.md) becomes memory/report.md, as the lead's filesystem_read
+// takes it.
 func ParseResult(data []byte) (Result, error) {
 	var r Result
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -192,8 +197,32 @@ func ParseResult(data []byte) (Result, error) {
 	if strings.TrimSpace(r.Summary) == "" {
 		return Result{}, fmt.Errorf("is not a SubagentResult: its summary is empty")
 	}
+	r.ArtifactPath = memoryPath(r.ArtifactPath)
 	return r, nil
 }
+
+// memoryPath is an artifact_path relative to the lead's run directory:
+// memory/ and the path, cleaned, when the path is relative to memory/.
+// A path that is absolute or leaves memory/ is left as the sub-agent gave
+// it: the lead's filesystem_read refuses it, and says why.
+func memoryPath(p string) string {
+	p = strings.TrimSpace(p)
+	if p == "" || strings.HasPrefix(p, "/") || strings.Contains(p, "\\") {
+		return p
+	}
+	clean := path.Clean(p)
+	if clean == ".." || strings.HasPrefix(clean, "../") || clean == "." {
+		return p
+	}
+	if clean == memoryDir || strings.HasPrefix(clean, memoryDir+"/") {
+		return clean
+	}
+	return memoryDir + "/" + clean
+}
+
+// memoryDir is the folder of the lead's run its sub-agents write in
+// (fstool.MemoryDir).
+const memoryDir = "memory"
 
 func strict(raw json.RawMessage, v any) error {
 	if len(bytes.TrimSpace(raw)) == 0 {

@@ -277,3 +277,24 @@ func TestHandlerWaitsForARunningChild(t *testing.T) {
 		t.Errorf("result: %+v", res)
 	}
 }
+
+// TestArtifactPathIsRelativeToTheLeadsRun: the artifact_path of a result
+// names the report from the lead's run directory, memory/….
+func TestArtifactPathIsRelativeToTheLeadsRun(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                     "",
+		"memory/report.md":     "memory/report.md",
+		"report.md":            "memory/report.md",
+		" ./research//btc.md ": "memory/research/btc.md",
+		"memory/a/../b.json":   "memory/b.json",
+		"/etc/passwd":          "/etc/passwd",
+		"../other/run/x.md":    "../other/run/x.md",
+		"memory/../../x.md":    "memory/../../x.md",
+	} {
+		data, _ := json.Marshal(map[string]string{"summary": "s", "artifact_path": in})
+		r, err := subagent.ParseResult(data)
+		if err != nil || r.ArtifactPath != want {
+			t.Errorf("artifact_path %q: %q, %v; want %q", in, r.ArtifactPath, err, want)
+		}
+	}
+}

@@ -4,9 +4,11 @@
 // takes the model's final answer as the output artifact (FR-144..147).
 //
 // A model cannot open files, so it gets filesystem_read/filesystem_tree
-// confined to exactly its inputs, mailbox, memory and template, or, with
-// inline_inputs, their content in the prompt; an agent that lists a
-// filesystem_write tool writes under its run's memory/ folder. Its answer
+// confined to exactly its inputs, mailbox, memory and template and the
+// files under its run's memory/ folder, or, with inline_inputs, their
+// content in the prompt; an agent that lists a filesystem_write tool
+// writes under the memory/ folder of its run, or of its root ancestor's
+// run in a sub-agent's. Its answer
 // is checked against the output contract; invalid output goes back to the
 // model with the problems for a bounded number of repair turns. Every
 // request and response is recorded in the attempt folder, credentials
@@ -73,11 +75,12 @@ func (r *Runtime) Run(ctx context.Context, inv *agentrunner.Invocation) (*agentr
 	}
 	ctx = llm.WithRecording(ctx, llm.NewRecording(recDir, r.secrets...))
 
-	// filesystem_write, when the agent has it, writes under this run's memory/.
-	ctx = fstool.WithRunDir(ctx, inv.CycleDir)
+	// filesystem_write, when the agent has it, writes under the memory/
+	// of this run, or of its lead's run in a sub-agent's.
+	ctx = fstool.WithRunDir(ctx, memoryRunDir(inv))
 	var local []tool.Local
 	if !inv.Model.InlineInputs {
-		local = fstool.New(readable(inv))
+		local = fstool.New(readable(inv), readableDirs(inv)...)
 	}
 	scope := r.tools.Scope(inv.Tools, local...)
 	if err := scope.Err(); err != nil {
@@ -104,6 +107,26 @@ func readable(inv *agentrunner.Invocation) []string {
 		files = append(files, in.Path)
 	}
 	return files
+}
+
+// memoryRunDir is the run directory whose memory/ filesystem_write
+// writes in.
+func memoryRunDir(inv *agentrunner.Invocation) string {
+	if inv.MemoryRunDir != "" {
+		return inv.MemoryRunDir
+	}
+	return inv.CycleDir
+}
+
+// readableDirs are the folders whose files the agent may read besides
+// its own: the memory/ folder of its run, where its sub-agents' reports
+// are (spec 4: written by sub-agents, read by the lead). It is listed at
+// each call, so a report written during the conversation can be read.
+func readableDirs(inv *agentrunner.Invocation) []string {
+	if inv.CycleDir == "" || !filepath.IsAbs(inv.CycleDir) {
+		return nil
+	}
+	return []string{filepath.Join(inv.CycleDir, fstool.MemoryDir)}
 }
 
 type conversation struct {

@@ -24,6 +24,7 @@ import (
 	"github.com/agentrunner/agentrunner/sqlite"
 	"github.com/agentrunner/agentrunner/step/agent"
 	"github.com/agentrunner/agentrunner/tool"
+	"github.com/agentrunner/agentrunner/tool/fstool"
 	"github.com/agentrunner/agentrunner/workspace"
 	"github.com/google/go-cmp/cmp"
 )
@@ -414,5 +415,81 @@ func TestTheLastTurnUnderMaxTurnsIsForTheAnswer(t *testing.T) {
 	}
 	if msg := last.Messages[len(last.Messages)-1]; !strings.Contains(msg.Text, "This is your last turn (max_turns 2)") {
 		t.Errorf("the last turn's message: %q", msg.Text)
+	}
+}
+
+// TestASubAgentWritesWhereItsLeadReads: a sub-agent's filesystem_write
+// writes under memory/ of the run its invocation names (the lead's), not
+// its own; the lead's filesystem_tree and filesystem_read reach the
+// report there, written after its tools were made, by memory/….
+func TestASubAgentWritesWhereItsLeadReads(t *testing.T) {
+	e := setup(t, nil)
+	reg := tool.NewRegistry()
+	spec, h, err := fstool.NewWrite(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Register(spec, h); err != nil {
+		t.Fatal(err)
+	}
+	exec := tool.NewExecutor(reg, tool.Options{})
+	runs := t.TempDir()
+	leadDir, childDir := filepath.Join(runs, "lead"), filepath.Join(runs, "child")
+	for _, d := range []string{leadDir, childDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	results := func(m *scripted) map[string]agentrunner.ToolResult {
+		byID := map[string]agentrunner.ToolResult{}
+		for _, r := range m.requests[1].Messages[2].ToolResults {
+			var tr agentrunner.ToolResult
+			json.Unmarshal([]byte(r.Content), &tr)
+			byID[r.CallID] = tr
+		}
+		return byID
+	}
+
+	child := *e.inv
+	child.CycleDir, child.MemoryRunDir, child.Tools = childDir, leadDir, []string{fstool.WriteName}
+	m := &scripted{replies: []func(*llm.Request) (*llm.Response, error){
+		calls(llm.ToolCall{ID: "w", Name: fstool.WriteName, Arguments: json.RawMessage(`{"path":"alpha.md","content":"# Alpha\nfound\n"}`)}),
+		answer(e.valid),
+	}}
+	if _, err := New(m, exec).Run(context.Background(), &child); err != nil {
+		t.Fatal(err)
+	}
+	if got := results(m)["w"]; got.IsError || got.Message != "wrote memory/alpha.md (14 bytes)" {
+		t.Errorf("the write: %+v", got)
+	}
+	if b, err := os.ReadFile(filepath.Join(leadDir, "memory", "alpha.md")); err != nil || string(b) != "# Alpha\nfound\n" {
+		t.Errorf("the lead's memory/alpha.md = %q, %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(childDir, "memory")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the child's own memory/ was made (%v)", err)
+	}
+
+	lead := *e.inv
+	lead.CycleDir, lead.Tools = leadDir, nil
+	m = &scripted{replies: []func(*llm.Request) (*llm.Response, error){
+		calls(
+			llm.ToolCall{ID: "tree", Name: fstool.TreeName, Arguments: json.RawMessage(`{}`)},
+			llm.ToolCall{ID: "read", Name: fstool.ReadName, Arguments: json.RawMessage(`{"path":"memory/alpha.md"}`)},
+			llm.ToolCall{ID: "other", Name: fstool.ReadName, Arguments: json.RawMessage(`{"path":"memory/../../child/x.md"}`)},
+		),
+		answer(e.valid),
+	}}
+	if _, err := New(m, exec).Run(context.Background(), &lead); err != nil {
+		t.Fatal(err)
+	}
+	got := results(m)
+	if !strings.Contains(got["tree"].Message, "alpha.md (14 bytes)") || !strings.Contains(got["tree"].Message, "plan.md") {
+		t.Errorf("the lead's tree:\n%s", got["tree"].Message)
+	}
+	if got["read"].IsError || got["read"].Message != "# Alpha\nfound\n" {
+		t.Errorf("the lead's read: %+v", got["read"])
+	}
+	if !got["other"].IsError {
+		t.Errorf("a path out of memory/ was read: %+v", got["other"])
 	}
 }

@@ -40,6 +40,9 @@ const (
 type Store interface {
 	Cycles(ctx context.Context, f agentrunner.CycleFilter) ([]*agentrunner.Cycle, error)
 	Runs(ctx context.Context, f agentrunner.RunFilter) ([]*agentrunner.Run, error)
+	// Run gives a run by id: a sub-agent's run's ancestors, whose root's
+	// memory/ folder it writes in.
+	Run(ctx context.Context, id string) (*agentrunner.Run, error)
 	Attempts(ctx context.Context, cycleID string) ([]*agentrunner.Attempt, error)
 	Events(ctx context.Context, f agentrunner.EventFilter) ([]*agentrunner.Event, error)
 	// Files gives the stored artifacts that the files agents read are

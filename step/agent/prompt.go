@@ -37,6 +37,9 @@ func (at *attempt) prepare(ctx context.Context) error {
 		return err
 	}
 	at.inv = at.invocation(inputs)
+	if at.inv.MemoryRunDir, err = RootRunDir(ctx, at.k.opts.Store, at.sa.Run); err != nil {
+		return agentrunner.Fail(agentrunner.ClassInternal, "find the lead's run of %s: %w", at.sa.Run.ID, err)
+	}
 	if at.inv.TokenBudget, err = at.k.budget(ctx, at.sa.Run, at.agent.Agent); err != nil {
 		return err
 	}
@@ -92,6 +95,33 @@ func (at *attempt) invocation(inputs []agentrunner.Input) *agentrunner.Invocatio
 		inv.MemoryPath = at.k.ws.Layout.Memory(a.Name)
 	}
 	return inv
+}
+
+// maxAncestors bounds the walk up a run's parents: sub-agents of
+// sub-agents, not a chain without end (or a loop a broken store holds).
+const maxAncestors = 64
+
+// RootRunDir is the directory of r's root ancestor: r's own for a run
+// without a parent, else that of the first run up its parents that has
+// none (the lead's). The sub-agents of a lead write their reports under
+// its memory/ folder, where the lead reads them.
+func RootRunDir(ctx context.Context, store interface {
+	Run(ctx context.Context, id string) (*agentrunner.Run, error)
+}, r *agentrunner.Run) (string, error) {
+	if r == nil {
+		return "", nil
+	}
+	for range maxAncestors {
+		if r.Parent == "" {
+			return r.Dir, nil
+		}
+		parent, err := store.Run(ctx, r.Parent)
+		if err != nil {
+			return "", fmt.Errorf("run %s, the parent of %s: %w", r.Parent, r.ID, err)
+		}
+		r = parent
+	}
+	return "", fmt.Errorf("run %s has more than %d ancestors", r.ID, maxAncestors)
 }
 
 // TaskToolBudget is the tool budget a lead gave the sub-agent whose run r

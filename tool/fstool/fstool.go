@@ -24,6 +24,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -77,14 +78,21 @@ var treeSchema = json.RawMessage(`{
 // must be absolute paths. Empty entries are skipped (an optional file the
 // agent does not have); a relative entry is a runner bug and is refused
 // whenever the model asks for it.
-func New(files []string) []tool.Local {
-	s := newSet(files)
+//
+// dirs are folders (absolute paths) whose files may be read too: the
+// regular files found below them at the time of each call, so a file
+// written during the conversation (a sub-agent's report under the run's
+// memory/) is read like the others. Hidden names are left out, and so is
+// a folder that does not exist (yet). A file under a folder may also be
+// named by its path relative to the folder's parent (memory/report.md).
+func New(files []string, dirs ...string) []tool.Local {
+	s := newSet(files, dirs)
 	return []tool.Local{
 		{
 			Spec: tool.Spec{
 				Name: ReadName,
 				Description: "Read one of the files you were given (inputs, mailbox, memory, output template, schema) by its absolute path " +
-					"as written in your instructions, or by its base name. Text files only. A large file is read in pages: " +
+					"as written in your instructions, or by its base name; a report under your run's memory/ folder also by its path from the run (memory/report.md). Text files only. A large file is read in pages: " +
 					"the answer says the total size and the offset to read on from.",
 				Parameters: readSchema,
 				Timeout:    timeout,
@@ -94,7 +102,7 @@ func New(files []string) []tool.Local {
 		{
 			Spec: tool.Spec{
 				Name:        TreeName,
-				Description: "List the files you may read, grouped by directory, with their sizes; a file that does not exist yet is marked so.",
+				Description: "List the files you may read, grouped by directory, with their sizes: the files you were given and the reports under your run's memory/ folder; a file that does not exist yet is marked so.",
 				Parameters:  treeSchema,
 				Timeout:     timeout,
 			},
@@ -107,6 +115,9 @@ func New(files []string) []tool.Local {
 type set struct {
 	files    []string // cleaned absolute paths, sorted, unique
 	relative []string // entries that were not absolute
+	// dirs are folders whose files below are allowed, cleaned absolute
+	// paths; their files are listed at each call (current).
+	dirs []string
 	// root is the deepest directory holding every file; rootReal is where
 	// it resolves to. Symbolic links above the root (a system's /var, a
 	// workspace reached through a link) are the operator's and trusted;
@@ -114,9 +125,17 @@ type set struct {
 	root, rootReal string
 }
 
-func newSet(files []string) *set {
+func newSet(files, dirs []string) *set {
 	s := &set{}
 	seen := map[string]bool{}
+	for _, d := range dirs {
+		if d == "" || !filepath.IsAbs(d) {
+			continue
+		}
+		if d = filepath.Clean(d); !slices.Contains(s.dirs, d) {
+			s.dirs = append(s.dirs, d)
+		}
+	}
 	for _, f := range files {
 		if f == "" {
 			continue
@@ -132,9 +151,15 @@ func newSet(files []string) *set {
 		}
 	}
 	sort.Strings(s.files)
-	if len(s.files) > 0 {
-		s.root = filepath.Dir(s.files[0])
-		for _, f := range s.files[1:] {
+	// The root holds the folders too: a file below one of them is
+	// checked for links like the others.
+	entries := slices.Clone(s.files)
+	for _, d := range s.dirs {
+		entries = append(entries, filepath.Join(d, "_"))
+	}
+	if len(entries) > 0 {
+		s.root = filepath.Dir(entries[0])
+		for _, f := range entries[1:] {
 			for !within(f, s.root) {
 				s.root = filepath.Dir(s.root)
 			}
@@ -203,13 +228,22 @@ func (s *set) lookup(p string) (string, error) {
 		if i < len(s.files) && s.files[i] == clean {
 			return clean, nil
 		}
+		if s.inDir(clean) {
+			return clean, nil
+		}
 		return "", refuse("%s is not one of the files you may read (%s)", p, s.listing())
 	}
 	if strings.ContainsRune(p, '/') || strings.ContainsRune(p, filepath.Separator) || p == "." {
+		// A path from a folder's parent: memory/report.md.
+		for _, d := range s.dirs {
+			if clean := filepath.Join(filepath.Dir(d), filepath.FromSlash(p)); s.inDir(clean) {
+				return clean, nil
+			}
+		}
 		return "", refuse("path %q is relative; give the absolute path of one of your files or its base name (%s)", p, s.listing())
 	}
 	var matches []string
-	for _, f := range s.files {
+	for _, f := range s.current() {
 		if filepath.Base(f) == p {
 			matches = append(matches, f)
 		}
@@ -239,10 +273,82 @@ func hasDotDot(p string) bool {
 
 // listing names the allowed files for an error message.
 func (s *set) listing() string {
-	if len(s.files) == 0 {
+	files := s.current()
+	if len(files) == 0 {
 		return "you have no files to read"
 	}
-	return "you may read: " + strings.Join(s.files, ", ")
+	if len(files) > maxListed {
+		return fmt.Sprintf("you may read: %s and %d more; call %s to see them all", strings.Join(files[:maxListed], ", "), len(files)-maxListed, TreeName)
+	}
+	return "you may read: " + strings.Join(files, ", ")
+}
+
+// maxListed bounds the files an error message names; maxDirFiles the
+// files listed below the folders, as a model reads a few reports, not
+// thousands.
+const (
+	maxListed   = 40
+	maxDirFiles = 1000
+)
+
+// inDir reports whether path (clean, absolute) names a file below one of
+// the folders with no hidden name between: whether it may be read if it
+// is a regular file there.
+func (s *set) inDir(path string) bool {
+	for _, d := range s.dirs {
+		if !within(path, d) {
+			continue
+		}
+		rel := strings.TrimPrefix(path, d+string(filepath.Separator))
+		hidden := false
+		for _, name := range strings.Split(rel, string(filepath.Separator)) {
+			if name == "" || strings.HasPrefix(name, ".") {
+				hidden = true
+			}
+		}
+		if !hidden {
+			return true
+		}
+	}
+	return false
+}
+
+// current is the allowed files now: the given files and the regular
+// files found below the folders, sorted, unique. Links below a folder
+// are not followed, and hidden names (a write's temporary file) are
+// left out.
+func (s *set) current() []string {
+	if len(s.dirs) == 0 {
+		return s.files
+	}
+	files := slices.Clone(s.files)
+	found := 0
+	for _, d := range s.dirs {
+		filepath.WalkDir(d, func(path string, e fs.DirEntry, err error) error {
+			switch {
+			case err != nil:
+				return nil // a folder that cannot be read (or is absent) has nothing to read
+			case path == d:
+				if !e.IsDir() {
+					return filepath.SkipDir
+				}
+				return nil
+			case strings.HasPrefix(e.Name(), "."):
+				if e.IsDir() {
+					return filepath.SkipDir
+				}
+				return nil
+			case found >= maxDirFiles:
+				return filepath.SkipAll
+			case e.Type().IsRegular():
+				files = append(files, path)
+				found++
+			}
+			return nil
+		})
+	}
+	sort.Strings(files)
+	return slices.Compact(files)
 }
 
 // errMissing is an allowed file that is not there (yet).
@@ -397,14 +503,15 @@ func (s *set) tree(_ context.Context, raw json.RawMessage) (string, error) {
 		}
 		maxDepth = *a.MaxDepth
 	}
-	if len(s.files) == 0 && len(s.relative) == 0 {
+	files := s.current()
+	if len(files) == 0 && len(s.relative) == 0 {
 		return "You have no files to read.", nil
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "You may read %s:\n", plural(len(s.files)+len(s.relative), "file"))
-	if len(s.files) > 0 {
+	fmt.Fprintf(&b, "You may read %s:\n", plural(len(files)+len(s.relative), "file"))
+	if len(files) > 0 {
 		root := &node{children: map[string]*node{}}
-		for _, f := range s.files {
+		for _, f := range files {
 			root.add(strings.Split(strings.TrimPrefix(strings.TrimPrefix(f, s.root), string(filepath.Separator)), string(filepath.Separator)), f)
 		}
 		b.WriteString(dirLabel(s.root) + "\n")

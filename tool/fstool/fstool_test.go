@@ -331,7 +331,10 @@ func FuzzLookup(f *testing.F) {
 		f.Add(p)
 	}
 	allowed := []string{"/ws/plan.md", "/ws/mail/research.md", "/ws/memory/research.md", "/other/x.json"}
-	s := newSet(allowed)
+	for _, p := range []string{"memory/a.md", "/runs/r1/memory/a.md", "/runs/r1/memory/.tmp", "memory/../plan.md"} {
+		f.Add(p)
+	}
+	s := newSet(allowed, []string{"/runs/r1/memory"})
 	f.Fuzz(func(t *testing.T, p string) {
 		got, err := s.lookup(p)
 		if err != nil {
@@ -340,7 +343,7 @@ func FuzzLookup(f *testing.F) {
 			}
 			return
 		}
-		found := false
+		found := strings.HasPrefix(got, "/runs/r1/memory/") && !strings.Contains(got, "/.")
 		for _, a := range allowed {
 			found = found || got == a
 		}
@@ -351,4 +354,79 @@ func FuzzLookup(f *testing.F) {
 			t.Fatalf("lookup(%q) accepted a path with a parent reference", p)
 		}
 	})
+}
+
+// TestFilesUnderAFolderAreReadAsTheyAppear: the memory/ folder of a run
+// is given as a folder: the files written there after the tools were made
+// (a sub-agent's report) are listed and read, by their absolute path, by
+// their path from the run or by their base name, and nothing else of the
+// run is, nor a hidden file or one that leads out through a link.
+func TestFilesUnderAFolderAreReadAsTheyAppear(t *testing.T) {
+	w := newWorkspace(t)
+	run := filepath.Join(w.dir, "runs", "r1")
+	write(t, filepath.Join(run, "answer.md"), "not a memory file\n")
+	mem := filepath.Join(run, "memory")
+	read, tree := toolsIn(t, []string{w.plan}, mem)
+
+	got, err := call(tree, map[string]any{})
+	if err != nil || strings.Contains(got, "memory") {
+		t.Fatalf("tree before memory/ exists = %q, %v; want only the plan", got, err)
+	}
+	if _, err := call(read, map[string]any{"path": "memory/alpha.md"}); err == nil {
+		t.Fatal("a report not yet written was read")
+	}
+
+	write(t, filepath.Join(mem, "alpha.md"), "# Alpha\nfound\n")
+	write(t, filepath.Join(mem, "deep", "beta.json"), `{"b": 1}`)
+	write(t, filepath.Join(mem, ".alpha.md.tmp"), "half written")
+	symlink(t, filepath.Join(w.outside, "passwd"), filepath.Join(mem, "out.md"))
+	got, err = call(tree, map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"alpha.md (14 bytes)", "beta.json (8 bytes)", "plan.md (7 bytes)", "You may read 3 files"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("tree lacks %q:\n%s", want, got)
+		}
+	}
+	for _, not := range []string{".alpha.md.tmp", "out.md", "answer.md"} {
+		if strings.Contains(got, not) {
+			t.Errorf("tree shows %s:\n%s", not, got)
+		}
+	}
+	for _, p := range []string{filepath.Join(mem, "alpha.md"), "memory/alpha.md", "alpha.md"} {
+		if got, err := call(read, map[string]any{"path": p}); err != nil || got != "# Alpha\nfound\n" {
+			t.Errorf("read %s = %q, %v", p, got, err)
+		}
+	}
+	if got, err := call(read, map[string]any{"path": "memory/deep/beta.json"}); err != nil || got != `{"b": 1}` {
+		t.Errorf("read memory/deep/beta.json = %q, %v", got, err)
+	}
+	for p, want := range map[string]string{
+		filepath.Join(mem, ".alpha.md.tmp"): "is not one of the files you may read",
+		"memory/.alpha.md.tmp":              "is relative",
+		filepath.Join(run, "answer.md"):     "is not one of the files you may read",
+		"memory/../answer.md":               `contains ".."`,
+		"answer.md":                         "no file named",
+		filepath.Join(mem, "out.md"):        "resolves through a symbolic link",
+		filepath.Join(mem, "deep"):          "is a directory",
+	} {
+		if got, err := call(read, map[string]any{"path": p}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("read %s = %q, %v; want an error with %q", p, got, err, want)
+		}
+	}
+}
+
+// toolsIn returns the handlers of the tools over files and dirs.
+func toolsIn(t *testing.T, files []string, dirs ...string) (read, tree tool.Handler) {
+	t.Helper()
+	for _, l := range New(files, dirs...) {
+		switch l.Spec.Name {
+		case ReadName:
+			read = l.Handler
+		case TreeName:
+			tree = l.Handler
+		}
+	}
+	return read, tree
 }
