@@ -70,13 +70,19 @@ var subagentTasks = map[string]time.Duration{"alpha": 300 * time.Millisecond, "b
 var taskNameInPrompt = regexp.MustCompile(`"task_name":"(\w+)"`)
 
 // subagentModel plays the lead and the researchers. The lead's first turn
-// runs the three tasks in one parallel_tool_call, its second writes the
-// answer; a researcher answers its task, read from its prompt, with a
-// SubagentResult. leadSaw gets the tool results of the lead's last turn.
+// runs the three tasks in one parallel_tool_call, its second reads the
+// report of the first result's artifact_path with filesystem_read, its
+// third writes the answer; a researcher's first turn writes a report on
+// its task, read from its prompt, with filesystem_write, its second
+// answers with a SubagentResult naming it. leadSaw gets the batch's
+// result, leadRead the read's.
 type subagentModel struct {
-	t       *testing.T
-	mu      sync.Mutex
-	leadSaw []string
+	t        *testing.T
+	mu       sync.Mutex
+	leadSaw  []string
+	leadRead string
+	// delay is how long a researcher's answer takes, by task.
+	delay map[string]time.Duration
 }
 
 func (m *subagentModel) respond(req fake.OpenAIRequest) fake.OpenAIReply {
@@ -97,9 +103,20 @@ func (m *subagentModel) respond(req fake.OpenAIRequest) fake.OpenAIReply {
 		}
 		args, _ := json.Marshal(map[string]any{"calls": calls})
 		return fake.OpenAIReply{ToolCalls: []llm.ToolCall{{ID: "batch-1", Name: "parallel_tool_call", Arguments: args}}, Usage: usage}
-	case agent == "lead":
+	case agent == "lead" && len(results) == 1:
 		m.mu.Lock()
 		m.leadSaw = results
+		m.mu.Unlock()
+		path := firstArtifactPath(results[0])
+		if path == "" {
+			m.t.Errorf("the batch's first result names no artifact_path: %s", results[0])
+			path = "memory/alpha.md"
+		}
+		args, _ := json.Marshal(map[string]any{"path": path})
+		return fake.OpenAIReply{ToolCalls: []llm.ToolCall{{ID: "read-1", Name: "filesystem_read", Arguments: args}}, Usage: usage}
+	case agent == "lead":
+		m.mu.Lock()
+		m.leadRead = results[len(results)-1]
 		m.mu.Unlock()
 		return fake.OpenAIReply{Text: "# Answer\n\n## Body\nalpha, beta and gamma are researched.\n", Usage: usage}
 	case agent == "researcher":
@@ -108,11 +125,39 @@ func (m *subagentModel) respond(req fake.OpenAIRequest) fake.OpenAIReply {
 			m.t.Errorf("the researcher's prompt has no task:\n%.600s", system)
 			return fake.OpenAIReply{Text: "{}"}
 		}
-		out, _ := json.Marshal(map[string]any{"summary": "found " + name, "detail": "the detail of " + name})
-		return fake.OpenAIReply{Text: string(out), Usage: usage, Delay: subagentTasks[name]}
+		if len(results) == 0 {
+			args, _ := json.Marshal(map[string]any{"path": name + ".md", "content": reportOf(name)})
+			return fake.OpenAIReply{ToolCalls: []llm.ToolCall{{ID: "write-" + name, Name: "filesystem_write", Arguments: args}}, Usage: usage}
+		}
+		out, _ := json.Marshal(map[string]any{"summary": "found " + name, "detail": "the detail of " + name, "artifact_path": name + ".md"})
+		delay := subagentTasks[name]
+		if m.delay != nil {
+			delay = m.delay[name]
+		}
+		return fake.OpenAIReply{Text: string(out), Usage: usage, Delay: delay}
 	}
 	m.t.Errorf("unexpected agent %q", match[1])
 	return fake.OpenAIReply{Text: "?"}
+}
+
+// reportOf is the report a researcher writes on its task.
+func reportOf(name string) string {
+	return "# " + name + "\n\nThe report on " + name + ".\n"
+}
+
+// firstArtifactPath is the artifact_path of the first SubagentResult in
+// a parallel_tool_call's result, "" if none.
+func firstArtifactPath(result string) string {
+	var outer struct{ Message string }
+	var batch []struct{ Message string }
+	if json.Unmarshal([]byte(result), &outer) != nil || json.Unmarshal([]byte(outer.Message), &batch) != nil || len(batch) == 0 {
+		return ""
+	}
+	var r struct {
+		ArtifactPath string `json:"artifact_path"`
+	}
+	json.Unmarshal([]byte(batch[0].Message), &r)
+	return r.ArtifactPath
 }
 
 // researcherTask is the task name in a researcher's prompt, "" if none.
@@ -201,7 +246,7 @@ func TestSubagentRunsAreDurableChildRuns(t *testing.T) {
 			}
 		}
 		asked := requestsByTask(srv)
-		if done == 1 && asked["beta"] == 1 && asked["gamma"] == 1 {
+		if done == 1 && asked["beta"] == 2 && asked["gamma"] == 2 {
 			break
 		}
 	}
@@ -247,10 +292,32 @@ func TestSubagentRunsAreDurableChildRuns(t *testing.T) {
 		t.Errorf("the children did not overlap: the last started at %v, the first ended at %v", latestStart, earliestEnd)
 	}
 	// alpha ended before the kill and was not run again; beta and gamma
-	// were asked again by the second runner.
+	// were run again by the second runner, both turns.
 	asked := requestsByTask(srv)
-	if asked["alpha"] != 1 || asked["beta"] != 2 || asked["gamma"] != 2 {
-		t.Errorf("researcher requests by task: %v; want alpha 1, beta 2, gamma 2", asked)
+	if asked["alpha"] != 2 || asked["beta"] != 4 || asked["gamma"] != 4 {
+		t.Errorf("researcher requests by task: %v; want alpha 2, beta 4, gamma 4", asked)
+	}
+	// The reports are in the lead's run's memory/, none in the children's.
+	for name := range subagentTasks {
+		if b, err := os.ReadFile(filepath.Join(lead.Dir, "memory", name+".md")); err != nil || string(b) != reportOf(name) {
+			t.Errorf("the lead's memory/%s.md: %q, %v", name, b, err)
+		}
+	}
+	for _, c := range children {
+		if _, err := os.Stat(filepath.Join(c.Dir, "memory")); err == nil {
+			t.Errorf("child %s has a memory/ of its own", c.ID)
+		}
+	}
+	// The lead read alpha's report, by the artifact_path it was given.
+	model.mu.Lock()
+	read := model.leadRead
+	model.mu.Unlock()
+	var tr struct {
+		IsError bool
+		Message string
+	}
+	if json.Unmarshal([]byte(read), &tr) != nil || tr.IsError || tr.Message != reportOf("alpha") {
+		t.Errorf("the lead's filesystem_read of memory/alpha.md: %s; want the report", read)
 	}
 	// The batch's result: one {name, isError, message} per call, each
 	// message a SubagentResult.
@@ -274,9 +341,9 @@ func TestSubagentRunsAreDurableChildRuns(t *testing.T) {
 		}
 	}
 	want := []string{
-		`subagent_run false {"summary":"found alpha","detail":"the detail of alpha"}`,
-		`subagent_run false {"summary":"found beta","detail":"the detail of beta"}`,
-		`subagent_run false {"summary":"found gamma","detail":"the detail of gamma"}`,
+		`subagent_run false {"summary":"found alpha","detail":"the detail of alpha","artifact_path":"memory/alpha.md"}`,
+		`subagent_run false {"summary":"found beta","detail":"the detail of beta","artifact_path":"memory/beta.md"}`,
+		`subagent_run false {"summary":"found gamma","detail":"the detail of gamma","artifact_path":"memory/gamma.md"}`,
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("the lead's conversation has the results\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
