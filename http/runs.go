@@ -2,6 +2,7 @@ package http
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"net/http"
@@ -71,6 +72,28 @@ type RunDetail struct {
 	Steps []StepRun `json:"steps"`
 	// Artifacts are the store's newest copy of each of the run's artifacts.
 	Artifacts []Artifact `json:"artifacts"`
+	// Children are the runs the run started (its sub-agents' runs),
+	// oldest first.
+	Children []ChildRun `json:"children"`
+}
+
+// ChildRun is a run another run started (a sub-agent's run, spec 4): its
+// task, read from its inputs, and what its attempts spent.
+type ChildRun struct {
+	ID       string                `json:"id"`
+	Pipeline string                `json:"pipeline"`
+	Status   agentrunner.RunStatus `json:"status"`
+	// TaskName and ToolBudget are the lead's task (inputs.task), when
+	// the run has one.
+	TaskName   string `json:"task_name,omitempty"`
+	ToolBudget int    `json:"tool_budget,omitempty"`
+	// Attempts counts the attempts of its steps; the rest sums their
+	// usage.
+	Attempts     int `json:"attempts"`
+	InputTokens  int `json:"input_tokens"`
+	OutputTokens int `json:"output_tokens"`
+	CachedTokens int `json:"cached_tokens"`
+	ToolCalls    int `json:"tool_calls"`
 }
 
 // StepRunList lists the step runs of a run, oldest first.
@@ -260,7 +283,52 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, RunDetail{Run: s.viewRun(run), Steps: steps, Artifacts: arts})
+	children, err := s.children(r.Context(), run.ID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, RunDetail{Run: s.viewRun(run), Steps: steps, Artifacts: arts, Children: children})
+}
+
+// children are the runs runID started, oldest first, with their tasks
+// and usage.
+func (s *Server) children(ctx context.Context, runID string) ([]ChildRun, error) {
+	runs, err := s.store.Runs(ctx, agentrunner.RunFilter{Parent: runID})
+	if err != nil {
+		return nil, err
+	}
+	out := []ChildRun{}
+	for _, c := range slices.Backward(runs) {
+		v := ChildRun{ID: c.ID, Pipeline: c.Pipeline, Status: c.Status}
+		if task, ok := c.Inputs["task"].(map[string]any); ok {
+			v.TaskName, _ = task["task_name"].(string)
+			switch b := task["tool_budget"].(type) {
+			case float64:
+				v.ToolBudget = int(b)
+			case int:
+				v.ToolBudget = b
+			case int64:
+				v.ToolBudget = int(b)
+			case json.Number:
+				n, _ := b.Int64()
+				v.ToolBudget = int(n)
+			}
+		}
+		atts, err := s.store.Attempts(ctx, c.ID)
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range atts {
+			v.Attempts++
+			v.InputTokens += a.Usage.InputTokens
+			v.OutputTokens += a.Usage.OutputTokens
+			v.CachedTokens += a.Usage.CachedTokens
+			v.ToolCalls += a.Usage.ToolCalls
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }
 
 // handleRunSteps lists a run's step runs, oldest first; status filters.

@@ -185,15 +185,43 @@ func printRun(out io.Writer, d *arhttp.RunDetail) error {
 	if run.Error != "" {
 		fmt.Fprintf(out, "error:     %s\n", oneLine(run.Error))
 	}
+	if run.Parent != "" {
+		fmt.Fprintf(out, "parent:    %s\n", run.Parent)
+	}
 	fmt.Fprintln(out)
 	if len(d.Steps) == 0 {
 		fmt.Fprintln(out, "no step runs")
+	} else {
+		w := newTable(out)
+		row(w, "STEP", "VISIT", "STATUS", "LABEL", "ATTEMPTS", "OPENED", "DETAIL")
+		for _, sr := range d.Steps {
+			row(w, sr.Step, strconv.Itoa(sr.Visit), string(sr.Status), sr.Label, attemptsCell(sr.Attempts), fmtTime(sr.OpenedAt), clipTo(stepDetail(sr), lastWidth))
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
+	}
+	return printChildren(out, d.Children)
+}
+
+// printChildren lists the runs a run started (its sub-agents' runs), with
+// their tasks and what their attempts spent (TOKENS: input/output, CALLS:
+// tool calls); nothing for a run that
+// started none.
+func printChildren(out io.Writer, children []arhttp.ChildRun) error {
+	if len(children) == 0 {
 		return nil
 	}
+	fmt.Fprintf(out, "\nchildren: %d\n", len(children))
 	w := newTable(out)
-	row(w, "STEP", "VISIT", "STATUS", "LABEL", "ATTEMPTS", "OPENED", "DETAIL")
-	for _, sr := range d.Steps {
-		row(w, sr.Step, strconv.Itoa(sr.Visit), string(sr.Status), sr.Label, attemptsCell(sr.Attempts), fmtTime(sr.OpenedAt), clipTo(stepDetail(sr), lastWidth))
+	row(w, "CHILD", "PIPELINE", "STATUS", "TASK", "BUDGET", "ATTEMPTS", "TOKENS", "CALLS")
+	for _, c := range children {
+		budget := ""
+		if c.ToolBudget > 0 {
+			budget = strconv.Itoa(c.ToolBudget)
+		}
+		row(w, c.ID, c.Pipeline, string(c.Status), clipTo(c.TaskName, 40), budget, strconv.Itoa(c.Attempts),
+			fmt.Sprintf("%d/%d", c.InputTokens, c.OutputTokens), strconv.Itoa(c.ToolCalls))
 	}
 	return w.Flush()
 }
