@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -382,4 +384,151 @@ func waitForStore(t *testing.T, srv *fake.OpenAIServer, path string, exited <-ch
 	}
 	t.Fatalf("no store at %s:\n%s", path, out)
 	return nil
+}
+
+// TestSubagentRunsSurviveRepeatedKills: the runner of a lead run with
+// three sub-agents is SIGKILLed at random moments (the seed is logged)
+// at least 20 times while the run is unfinished, then left to finish.
+// The run completes with one child per task; a child's researcher is
+// asked again only for its attempts that were interrupted, so a child
+// that finished is never run twice; and the lead's answer.md is valid.
+func TestSubagentRunsSurviveRepeatedKills(t *testing.T) {
+	const kills = 20
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 0))
+
+	// While killing, the lead's last turn is slow, so the run cannot end
+	// between two kills; the researchers answer quickly and finish, or
+	// not, as the kills fall.
+	var killing atomic.Bool
+	killing.Store(true)
+	model := &subagentModel{t: t, delay: map[string]time.Duration{"alpha": 60 * time.Millisecond, "beta": 150 * time.Millisecond, "gamma": 250 * time.Millisecond}}
+	respond := func(req fake.OpenAIRequest) fake.OpenAIReply {
+		reply := model.respond(req)
+		system, _, results := openAIRequest(req)
+		if m := agentLine.FindStringSubmatch(system); m != nil && m[1] == "lead" && len(results) == 2 && killing.Load() {
+			reply.Delay = 10 * time.Second
+		}
+		return reply
+	}
+	var replies []fake.OpenAIReply
+	for range 600 {
+		replies = append(replies, fake.OpenAIReply{Respond: respond})
+	}
+	srv := fake.NewOpenAI(t, testKey, replies...)
+	dir := t.TempDir()
+	files := map[string]string{
+		// Each kill interrupts the lead's attempt: more than the default
+		// bound of interruptions of one step run.
+		"agentrunner.yaml":   fmt.Sprintf(subagentConfig, srv.URL()) + "\nscheduler: {max_interruptions: 50}\n",
+		"lead.md":            "# Lead\n\nPlan, run sub-agents, answer.\n",
+		"researcher.md":      "# Researcher\n\nResearch your task and answer with a SubagentResult.\n",
+		"answer.md":          "# Answer\n\n## Body\n<!-- the answer -->\n",
+		"result.json":        `{"summary": "what you found", "detail": "how"}` + "\n",
+		"result.schema.json": `{"type": "object", "properties": {"summary": {"type": "string", "minLength": 1}, "detail": {"type": "string"}, "artifact_path": {"type": "string"}}, "required": ["summary"], "additionalProperties": false}`,
+		"tools.md": "# Tools\n\n## subagent_run\nRuns a sub-agent.\n\n## parallel_tool_call\nRuns calls at once.\n\n" +
+			"## todo_list_write\nWrites the plan.\n\n## filesystem_write\nWrites a report.\n",
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := filepath.Join(dir, "agentrunner.yaml")
+	start := func() (*exec.Cmd, *syncbuf.Buffer, chan error) {
+		var out syncbuf.Buffer
+		cmd := exec.Command(binary, "run", "--once", "--pipeline", "research", "-c", cfg)
+		cmd.Env = append(os.Environ(), "OPENAI_API_KEY="+testKey)
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		return cmd, &out, exited
+	}
+
+	for i := range kills {
+		cmd, out, exited := start()
+		after := time.Duration(30+rng.IntN(570)) * time.Millisecond
+		select {
+		case err := <-exited:
+			t.Fatalf("runner %d exited (%v) before its kill at %v:\n%s", i+1, err, after, out)
+		case <-time.After(after):
+		}
+		cmd.Process.Signal(syscall.SIGKILL)
+		<-exited
+	}
+	killing.Store(false)
+	_, out, exited := start()
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("the last run --once: %v\n%s", err, out)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the last runner did not finish:\n%s", out)
+	}
+
+	store, err := sqlite.Open(context.Background(), filepath.Join(dir, "artifacts", "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	ctx := context.Background()
+	leads, err := store.Runs(ctx, agentrunner.RunFilter{Pipeline: "research"})
+	if err != nil || len(leads) != 1 || leads[0].Status != agentrunner.RunCompleted {
+		t.Fatalf("the lead's runs: %d, %v; want one, completed", len(leads), err)
+	}
+	lead := leads[0]
+	children, err := store.Runs(ctx, agentrunner.RunFilter{Parent: lead.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if all, _ := store.Runs(ctx, agentrunner.RunFilter{Pipeline: "research-task"}); len(all) != len(children) {
+		t.Errorf("%d runs of research-task, %d of them children of the lead", len(all), len(children))
+	}
+	asked := requestsByTask(srv)
+	byTask := map[string]int{}
+	for _, c := range children {
+		task, _ := c.Inputs["task"].(map[string]any)
+		name, _ := task["task_name"].(string)
+		byTask[name]++
+		if c.Status != agentrunner.RunCompleted {
+			t.Errorf("child %s (%s): %s", c.ID, name, c.Status)
+		}
+		atts, err := store.Attempts(ctx, c.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		succeeded, interrupted := 0, 0
+		var seen []string
+		for _, a := range atts {
+			seen = append(seen, fmt.Sprintf("%d:%s", a.Number, a.Status))
+			if a.Status == agentrunner.AttemptSucceeded {
+				succeeded++
+			} else {
+				interrupted++
+			}
+		}
+		// The attempt that succeeded asked twice (its write, its answer);
+		// each interrupted one at most twice.
+		if succeeded != 1 || asked[name] < 2 || asked[name] > 2+2*interrupted {
+			t.Errorf("child %s (%s): attempts %v, %d requests of its researcher; want one success, 2 requests and at most 2 per interrupted attempt", c.ID, name, seen, asked[name])
+		}
+		t.Logf("child %s (%s): attempts %v, %d requests", c.ID, name, seen, asked[name])
+	}
+	if want := map[string]int{"alpha": 1, "beta": 1, "gamma": 1}; !maps.Equal(byTask, want) {
+		t.Errorf("children by task: %v; want one each", byTask)
+	}
+	answer, err := os.ReadFile(filepath.Join(lead.Dir, "answer.md"))
+	if err != nil || !strings.HasPrefix(string(answer), "# Answer\n\n## Body\n") || !strings.Contains(string(answer), "researched") {
+		t.Errorf("the lead's answer.md: %q, %v", answer, err)
+	}
+	for name := range subagentTasks {
+		if b, err := os.ReadFile(filepath.Join(lead.Dir, "memory", name+".md")); err != nil || string(b) != reportOf(name) {
+			t.Errorf("the lead's memory/%s.md: %q, %v", name, b, err)
+		}
+	}
 }
