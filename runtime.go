@@ -52,6 +52,11 @@ type Invocation struct {
 	// run (a run with a parent), its root ancestor's, so the sub-agents
 	// of a lead write where the lead reads. Empty: CycleDir.
 	MemoryRunDir string
+	// SubAgent says the attempt is one of a sub-agent's run (a run with a
+	// parent): it writes its report and reads no files (spec 4), so a
+	// model runtime offers it no filesystem_read or filesystem_tree, and
+	// its prompt gives its own files inline.
+	SubAgent bool
 	// WorkspaceDir is the workspace's directory (where agentrunner.yaml
 	// is), for agents whose scripts live in the workspace.
 	WorkspaceDir string

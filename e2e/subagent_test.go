@@ -128,6 +128,18 @@ func (m *subagentModel) respond(req fake.OpenAIRequest) fake.OpenAIReply {
 			return fake.OpenAIReply{Text: "{}"}
 		}
 		if len(results) == 0 {
+			// A sub-agent reads no files (spec 4): its tools are its
+			// own, its files are in its prompt.
+			var tools []string
+			for _, tl := range req.Tools {
+				tools = append(tools, tl.Name)
+			}
+			if !slices.Equal(tools, []string{"filesystem_write"}) {
+				m.t.Errorf("the researcher of %s is offered %v, want only filesystem_write", name, tools)
+			}
+			if !strings.Contains(system, `"summary": "what you found"`) {
+				m.t.Errorf("the researcher's prompt does not give its template inline:\n%.600s", system)
+			}
 			args, _ := json.Marshal(map[string]any{"path": name + ".md", "content": reportOf(name)})
 			return fake.OpenAIReply{ToolCalls: []llm.ToolCall{{ID: "write-" + name, Name: "filesystem_write", Arguments: args}}, Usage: usage}
 		}

@@ -154,6 +154,9 @@ type Scope struct {
 	tools    map[string]*entry
 	names    []string
 	problems []string
+	// refused are tools the attempt may not call, with why: a call of one
+	// gets that message instead of "unknown tool".
+	refused map[string]string
 }
 
 var _ agentrunner.ToolExecutor = (*Scope)(nil)
@@ -209,6 +212,20 @@ func (s *Scope) Err() error {
 	return errors.New(strings.Join(s.problems, "; "))
 }
 
+// Refuse marks names as tools this attempt may not call although others
+// may (a sub-agent's filesystem_read): a call of one that is not in the
+// scope gets an error result with message, recorded like every call,
+// instead of the list of available tools. It returns s.
+func (s *Scope) Refuse(message string, names ...string) *Scope {
+	if s.refused == nil {
+		s.refused = map[string]string{}
+	}
+	for _, name := range names {
+		s.refused[name] = message
+	}
+	return s
+}
+
 // Specs returns what the model is offered, sorted by name.
 func (s *Scope) Specs() []Spec {
 	specs := make([]Spec, 0, len(s.names))
@@ -251,7 +268,11 @@ func (s *Scope) Execute(ctx context.Context, call agentrunner.ToolCall) agentrun
 	start := e.clock.Now()
 	en := s.tools[call.Name]
 	if en == nil {
-		o := outcome{isError: true, message: s.unknown(call.Name)}
+		msg, refused := s.refused[call.Name]
+		if !refused {
+			msg = s.unknown(call.Name)
+		}
+		o := outcome{isError: true, message: msg}
 		return e.finish(call, nil, start, o)
 	}
 	st := e.state(&en.spec)

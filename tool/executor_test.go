@@ -784,3 +784,25 @@ func TestAHandlerKnowsWhoCalledIt(t *testing.T) {
 		t.Error("CallOf found a call outside an executor")
 	}
 }
+
+func TestScopeRefuse(t *testing.T) {
+	reg := NewRegistry()
+	if err := reg.Register(Spec{Name: "web_search"}, echo()); err != nil {
+		t.Fatal(err)
+	}
+	var events []*agentrunner.Event
+	exec := NewExecutor(reg, Options{Record: func(ev *agentrunner.Event) { events = append(events, ev) }})
+	scope := exec.Scope([]string{"web_search"}).Refuse("not for you", "filesystem_read")
+	if got := scope.Execute(context.Background(), agentrunner.ToolCall{Name: "filesystem_read"}); !got.IsError || got.Message != "not for you" {
+		t.Errorf("refused tool: %+v, want the refusal", got)
+	}
+	if got := scope.Execute(context.Background(), agentrunner.ToolCall{Name: "other"}); !got.IsError || got.Message != `unknown tool "other"; available tools: web_search` {
+		t.Errorf("unknown tool: %+v", got)
+	}
+	if len(events) != 2 {
+		t.Errorf("%d events, want both calls recorded", len(events))
+	}
+	if len(scope.Specs()) != 1 {
+		t.Errorf("specs %v: a refused tool is not offered", scope.Specs())
+	}
+}

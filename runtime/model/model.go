@@ -6,7 +6,9 @@
 // A model cannot open files, so it gets filesystem_read/filesystem_tree
 // confined to exactly its inputs, mailbox, memory and template and the
 // files under its run's memory/ folder, or, with inline_inputs, their
-// content in the prompt; an agent that lists a filesystem_write tool
+// content in the prompt. A sub-agent (spec 4) reads no files: it gets
+// neither tool, its files are in its prompt, and a call of either is
+// refused with what to do instead. An agent that lists a filesystem_write tool
 // writes under the memory/ folder of its run, or of its root ancestor's
 // run in a sub-agent's. Its answer
 // is checked against the output contract; invalid output goes back to the
@@ -61,6 +63,11 @@ func New(model llm.Model, tools Tools, secrets ...string) *Runtime {
 	return &Runtime{model: model, tools: tools, secrets: secrets}
 }
 
+// SubAgentReadRefusal is the error result of a sub-agent's call of
+// filesystem_read or filesystem_tree, which it is not offered.
+const SubAgentReadRefusal = "sub-agents do not read files: your task and your own files are in your instructions. " +
+	"Write your report with filesystem_write and answer with its path as artifact_path; the lead reads it."
+
 // RecordingDir is the folder of an attempt's recorded exchanges.
 const RecordingDir = "exchanges"
 
@@ -79,10 +86,15 @@ func (r *Runtime) Run(ctx context.Context, inv *agentrunner.Invocation) (*agentr
 	// of this run, or of its lead's run in a sub-agent's.
 	ctx = fstool.WithRunDir(ctx, memoryRunDir(inv))
 	var local []tool.Local
-	if !inv.Model.InlineInputs {
+	if !inv.Model.InlineInputs && !inv.SubAgent {
 		local = fstool.New(readable(inv), readableDirs(inv)...)
 	}
 	scope := r.tools.Scope(inv.Tools, local...)
+	if inv.SubAgent {
+		// Spec 4: sub-agents write artifacts, the lead reads them. A
+		// model may call a tool it was not offered; it is told why.
+		scope.Refuse(SubAgentReadRefusal, fstool.ReadName, fstool.TreeName)
+	}
 	if err := scope.Err(); err != nil {
 		return nil, agentrunner.Fail(agentrunner.ClassConfig, "tools of agent %s: %v", inv.Agent, err)
 	}

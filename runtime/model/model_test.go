@@ -451,7 +451,7 @@ func TestASubAgentWritesWhereItsLeadReads(t *testing.T) {
 	}
 
 	child := *e.inv
-	child.CycleDir, child.MemoryRunDir, child.Tools = childDir, leadDir, []string{fstool.WriteName}
+	child.CycleDir, child.MemoryRunDir, child.Tools, child.SubAgent = childDir, leadDir, []string{fstool.WriteName}, true
 	m := &scripted{replies: []func(*llm.Request) (*llm.Response, error){
 		calls(llm.ToolCall{ID: "w", Name: fstool.WriteName, Arguments: json.RawMessage(`{"path":"alpha.md","content":"# Alpha\nfound\n"}`)}),
 		answer(e.valid),
@@ -491,5 +491,83 @@ func TestASubAgentWritesWhereItsLeadReads(t *testing.T) {
 	}
 	if !got["other"].IsError {
 		t.Errorf("a path out of memory/ was read: %+v", got["other"])
+	}
+}
+
+// TestASubAgentReadsNoFiles: spec 4, artifacts are written by sub-agents
+// and read by the lead. A sub-agent's attempt is offered its own tools
+// but neither filesystem_read nor filesystem_tree, and a call of either,
+// alone or in a parallel_tool_call, is refused with what to do instead.
+func TestASubAgentReadsNoFiles(t *testing.T) {
+	e := setup(t, nil)
+	reg := tool.NewRegistry()
+	spec, h, err := fstool.NewWrite(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Register(spec, h); err != nil {
+		t.Fatal(err)
+	}
+	pspec, ph, err := tool.NewParallel(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Register(pspec, ph); err != nil {
+		t.Fatal(err)
+	}
+	exec := tool.NewExecutor(reg, tool.Options{})
+	runs := t.TempDir()
+	lead, child := filepath.Join(runs, "lead"), filepath.Join(runs, "child")
+	inv := *e.inv
+	inv.CycleDir, inv.MemoryRunDir, inv.SubAgent = child, lead, true
+	inv.Tools = []string{fstool.WriteName, pspec.Name}
+	m := &scripted{replies: []func(*llm.Request) (*llm.Response, error){
+		calls(
+			llm.ToolCall{ID: "read", Name: fstool.ReadName, Arguments: json.RawMessage(`{"path":"plan.md"}`)},
+			llm.ToolCall{ID: "tree", Name: fstool.TreeName, Arguments: json.RawMessage(`{}`)},
+			llm.ToolCall{ID: "batch", Name: pspec.Name, Arguments: json.RawMessage(`{"calls":[{"name":"filesystem_read","arguments":{"path":"plan.md"}}]}`)},
+		),
+		answer(e.valid),
+	}}
+	if _, err := New(m, exec).Run(context.Background(), &inv); err != nil {
+		t.Fatal(err)
+	}
+	var offered []string
+	for _, s := range m.requests[0].Tools {
+		offered = append(offered, s.Name)
+	}
+	if diff := cmp.Diff([]string{fstool.WriteName, pspec.Name}, offered); diff != "" {
+		t.Errorf("a sub-agent's tools (-want +got):\n%s", diff)
+	}
+	for _, r := range m.requests[1].Messages[2].ToolResults {
+		var tr agentrunner.ToolResult
+		json.Unmarshal([]byte(r.Content), &tr)
+		if r.CallID == "batch" {
+			if !strings.Contains(tr.Message, "sub-agents do not read files") {
+				t.Errorf("a read in a batch: %+v, want it refused", tr)
+			}
+			continue
+		}
+		if !r.IsError || !tr.IsError || tr.Message != SubAgentReadRefusal {
+			t.Errorf("call %s: %+v, want the refusal", r.CallID, tr)
+		}
+	}
+	if !strings.Contains(SubAgentReadRefusal, "filesystem_write") {
+		t.Errorf("the refusal does not say to write the report with filesystem_write: %s", SubAgentReadRefusal)
+	}
+
+	// The same agent in a run of its own (no parent) reads its files.
+	m = &scripted{replies: []func(*llm.Request) (*llm.Response, error){answer(e.valid)}}
+	own := *e.inv
+	own.Tools = []string{fstool.WriteName}
+	if _, err := New(m, exec).Run(context.Background(), &own); err != nil {
+		t.Fatal(err)
+	}
+	offered = nil
+	for _, s := range m.requests[0].Tools {
+		offered = append(offered, s.Name)
+	}
+	if diff := cmp.Diff([]string{fstool.ReadName, fstool.TreeName, fstool.WriteName}, offered); diff != "" {
+		t.Errorf("an agent's tools (-want +got):\n%s", diff)
 	}
 }

@@ -85,6 +85,7 @@ func (at *attempt) invocation(inputs []agentrunner.Input) *agentrunner.Invocatio
 		TemplatePath: a.TemplatePath, Timeout: at.timeout(), Tools: a.Tools,
 		Output: Contract(a), Model: ModelSettings(a.Agent),
 	}
+	inv.SubAgent = sa.Run != nil && sa.Run.Parent != ""
 	if b, ok := TaskToolBudget(sa.Run); ok {
 		inv.Model.ToolBudget = b
 	}
@@ -182,7 +183,8 @@ func ModelSettings(a *config.Agent) agentrunner.ModelSettings {
 
 // promptContext is what the prompt is built from. A model cannot write
 // files: its answer is the artifact, and it reads its files with
-// filesystem_read or finds them in the prompt.
+// filesystem_read or finds them in the prompt; a sub-agent, which reads
+// no files (spec 4), always finds them there.
 func (at *attempt) promptContext() prompt.Context {
 	a, inv := at.agent, at.inv
 	pc := prompt.Context{
@@ -196,7 +198,7 @@ func (at *attempt) promptContext() prompt.Context {
 	}
 	if at.onModel() {
 		pc.FinalAnswer = true
-		if a.InlineInputs {
+		if a.InlineInputs || inv.SubAgent { // a sub-agent has no filesystem_read
 			pc.Inline = inlineFiles(inv)
 		}
 	}
