@@ -42,10 +42,10 @@ var demoResearchTasks = []demoResearchTask{
 		"Milvus, Qdrant and Vespa document billion-vector deployments; all three shard the index across nodes."},
 	{"benchmarks", "What do public benchmarks show at a billion vectors?",
 		"Find public benchmarks at or near one billion vectors: recall, queries per second and the hardware used.",
-		"Published runs at 1B vectors reach recall 0.95 at a few thousand queries per second, on clusters of 8 to 16 nodes."},
+		"Published runs at 1B vectors report recall above 0.9 on multi-node clusters, or on one large machine with a disk-based index."},
 	{"operations", "What does running one at that scale take?",
 		"Find what operating a billion-vector deployment takes: memory per vector, disk-based indexes, replication and rebuild times.",
-		"In-memory HNSW needs roughly 1 TB of RAM for 1B 768-dimension vectors; disk-based indexes cut that tenfold at some latency."},
+		"1B 768-dimension float32 vectors alone take about 3 TB; an in-memory index needs that much RAM and more, a disk-based one a fraction of it at some latency."},
 }
 
 // demoEnvKey is the variable the example's openai provider reads its key
@@ -387,8 +387,8 @@ func demoAnswer(reports []string) string {
 	var b strings.Builder
 	b.WriteString("# Research Answer\n\n## Answer\n\n")
 	b.WriteString("Several open-source vector databases scale past a billion vectors when the index is sharded across nodes. " +
-		"At that size the choice is less about the engine than about memory: an in-memory index needs about a terabyte of RAM, " +
-		"a disk-based one a tenth of it at some latency. (This answer was written by the demo's scripted model.)\n\n## Key Findings\n\n")
+		"At that size the choice is less about the engine than about memory: an in-memory index needs terabytes of RAM, " +
+		"a disk-based one a fraction of it at some latency. (This answer was written by the demo's scripted model.)\n\n## Key Findings\n\n")
 	for _, t := range demoResearchTasks {
 		fmt.Fprintf(&b, "- %s (memory/%s.md)\n", t.finding, t.name)
 	}
