@@ -34,7 +34,12 @@ names the file the cycle's document is archived as.
 --example review-loop runs one run of spec 3's design review and implement ⇄ verify
 loops, on the example's shell scripts: it prints each capsule the run stores as it
 happens, then each loop's turns (the verdict and where it led) and the capsule's
-name and final version.`,
+name and final version.
+
+--example research-lead runs one run of spec 4's lead agent and three sub-agents, on a
+scripted model that speaks the OpenAI wire format on loopback: it prints the lead's
+to-do list as it changes, each sub-agent's start and end with its tokens and tool
+calls, and the answer's path.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
@@ -45,13 +50,18 @@ name and final version.`,
 					dir = "signal-flow-demo"
 				}
 				return demoSignalFlow(cmd, dir)
+			case "research-lead":
+				if !cmd.Flags().Changed("dir") {
+					dir = "research-lead-demo"
+				}
+				return demoResearchLead(cmd, dir)
 			case "review-loop":
 				if !cmd.Flags().Changed("dir") {
 					dir = "review-loop-demo"
 				}
 				return demoReviewLoop(cmd, dir)
 			default:
-				return usageError(fmt.Errorf("--example %q: choose crypton, review-loop or signal-flow", example))
+				return usageError(fmt.Errorf("--example %q: choose crypton, research-lead, review-loop or signal-flow", example))
 			}
 			if _, err := writeExample(dir, true, "mock"); err != nil {
 				return err
@@ -102,8 +112,8 @@ name and final version.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&dir, "dir", "agentrunner-demo", "directory to write the demo workspace into (signal-flow-demo, review-loop-demo for those examples)")
-	cmd.Flags().StringVar(&example, "example", "crypton", "the example to run a cycle of: crypton, review-loop or signal-flow")
+	cmd.Flags().StringVar(&dir, "dir", "agentrunner-demo", "directory to write the demo workspace into (signal-flow-demo, review-loop-demo, research-lead-demo for those examples)")
+	cmd.Flags().StringVar(&example, "example", "crypton", "the example to run a cycle of: crypton, research-lead, review-loop or signal-flow")
 	return cmd
 }
 

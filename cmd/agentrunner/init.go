@@ -1,12 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 
 	"github.com/agentrunner/agentrunner/examples"
 	"github.com/agentrunner/agentrunner/examples/crypton"
+	researchlead "github.com/agentrunner/agentrunner/examples/research-lead"
 	"github.com/agentrunner/agentrunner/examples/review"
 	reviewloop "github.com/agentrunner/agentrunner/examples/review-loop"
 	signalflow "github.com/agentrunner/agentrunner/examples/signal-flow"
@@ -25,7 +27,9 @@ agentrunner serve and started with agentrunner start review), review-loop (spec 
 review and implement ⇄ verify loops, with capsule steps that checkpoint the reviewed plan and
 record each round) or signal-flow (spec 2's six roles routed by their SIGNAL BLOCKs, with the
 cycle document the runner keeps and archives; its --provider is process, the shell scripts
-and the default, openai or anthropic). For crypton, --provider sets
+and the default, openai or anthropic) or research-lead (spec 4's lead agent: it plans with a
+to-do list and runs sub-agents in parallel as child runs; its --provider is openai, the
+default, or anthropic). For crypton, --provider sets
 every agent's provider: mock (offline, the default), openai, anthropic, or process (the
 Claude Code CLI, with the runner's tools over MCP). --parallel writes the loop with Research
 and Analyze on parallel branches after Plan, joined by Synthesize; the analysis then reads
@@ -48,6 +52,15 @@ provider's key is set.`,
 					return usageError(errors.New("--provider and --parallel apply to other examples; the review-loop example's agents are scripts (see its agentrunner.yaml)"))
 				}
 				return initReviewLoop(cmd, args[0], force)
+			case "research-lead":
+				if parallel {
+					return usageError(errors.New("--parallel applies to the crypton example, the learning loop"))
+				}
+				kind := ""
+				if cmd.Flags().Changed("provider") {
+					kind = provider
+				}
+				return initResearchLead(cmd, args[0], force, kind)
 			case "signal-flow":
 				if parallel {
 					return usageError(errors.New("--parallel applies to the crypton example, the learning loop"))
@@ -58,7 +71,7 @@ provider's key is set.`,
 				}
 				return initSignalFlow(cmd, args[0], force, kind)
 			default:
-				return usageError(fmt.Errorf("--example %q: choose crypton, review, review-loop or signal-flow", example))
+				return usageError(fmt.Errorf("--example %q: choose crypton, research-lead, review, review-loop or signal-flow", example))
 			}
 			if _, ok := crypton.Providers[provider]; !ok {
 				return usageError(fmt.Errorf("--provider %q: choose mock, openai, anthropic or process", provider))
@@ -84,7 +97,7 @@ provider's key is set.`,
 	}
 	cmd.Flags().BoolVar(&force, "force", false, "overwrite files that already exist")
 	cmd.Flags().StringVar(&provider, "provider", "mock", "provider of every agent: mock, openai, anthropic or process")
-	cmd.Flags().StringVar(&example, "example", "crypton", "the example: crypton, review, review-loop or signal-flow")
+	cmd.Flags().StringVar(&example, "example", "crypton", "the example: crypton, research-lead, review, review-loop or signal-flow")
 	cmd.Flags().BoolVar(&parallel, "parallel", false, "crypton: run research and analyze in parallel after plan, joined by synthesize")
 	return cmd
 }
@@ -133,6 +146,26 @@ func initSignalFlow(cmd *cobra.Command, dir string, force bool, kind string) err
 	listWritten(out, dir, written, "spec 2's signal-routed flow; the agents are "+who)
 	keyHint(out, kind)
 	fmt.Fprintf(out, "next: cd %s && agentrunner validate && agentrunner run --once --input goal=\"…\"\n", dir)
+	return nil
+}
+
+// initResearchLead writes the research-lead example with its agents on
+// the provider of kind ("": openai) and says how to run it.
+func initResearchLead(cmd *cobra.Command, dir string, force bool, kind string) error {
+	if _, ok := researchlead.Providers[kind]; kind != "" && !ok {
+		return usageError(fmt.Errorf("--provider %q: the research-lead example's agents are on openai (the default) or anthropic", kind))
+	}
+	kind = cmp.Or(kind, researchlead.DefaultProvider)
+	written, err := researchlead.Write(dir, force, kind)
+	if err != nil {
+		return existsIsUsage(err)
+	}
+	out := cmd.OutOrStdout()
+	listWritten(out, dir, written, "spec 4's lead agent and its sub-agents, model agents on the "+kind+" provider")
+	keyHint(out, kind)
+	fmt.Fprintln(out, "the researchers' web_search needs BRAVE_API_KEY")
+	fmt.Fprintf(out, "next: cd %s && agentrunner validate && agentrunner run --once --pipeline research --input query=\"…\"\n", dir)
+	fmt.Fprintln(out, "  then: agentrunner run-status RUN (its sub-agents) and agentrunner todos RUN --history (its plan)")
 	return nil
 }
 

@@ -301,9 +301,14 @@ func openRunner(ctx context.Context, ws *workspace.Workspace, clock agentrunner.
 	}
 	secrets := append(toolSecrets(cfg, lookupEnv), slices.Collect(maps.Values(keys))...)
 	record := engine.EventRecorder(r.store, log)
+	// The tools' calls are told to onEvent too, once recorded: a demo
+	// follows a lead's to-do list by them.
 	r.tools = tool.NewExecutor(r.box.Registry, tool.Options{Clock: clock, Secrets: secrets, Record: func(ev *agentrunner.Event) {
 		record(ev)
 		r.metrics.Observe(ev)
+		if onEvent != nil {
+			onEvent(ev)
+		}
 	}})
 	runtimes, problems := buildRuntimes(cfg, r.tools, clock, keys)
 	if len(problems) > 0 {

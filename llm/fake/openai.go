@@ -19,14 +19,17 @@ import (
 )
 
 // OpenAIServer is a fake OpenAI Chat Completions server on 127.0.0.1 for
-// tests: it checks the bearer key and the shape of each request as the
+// tests and offline demos: it checks the bearer key and the shape of each request as the
 // real API does, records every request, and answers from a script, so a
 // client is tested over real HTTP without the internet. It is safe for
 // concurrent use.
 type OpenAIServer struct {
-	srv  *httptest.Server
-	key  string
-	done chan struct{}
+	srv       *httptest.Server
+	key       string
+	done      chan struct{}
+	closeOnce sync.Once
+	// respond, when set, answers every request instead of the script.
+	respond func(OpenAIRequest) OpenAIReply
 
 	mu       sync.Mutex
 	script   []OpenAIReply
@@ -114,20 +117,45 @@ type OpenAIReply struct {
 // the test ends.
 func NewOpenAI(t testing.TB, key string, script ...OpenAIReply) *OpenAIServer {
 	t.Helper()
+	s, err := startOpenAI(key, script, nil)
+	if err != nil {
+		t.Fatalf("fake OpenAI server: %v", err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// StartOpenAI starts a server on 127.0.0.1, outside tests, that answers
+// every request with respond's reply (a reply's own Respond is not
+// called). It checks the key and the requests as NewOpenAI's server does.
+// The caller closes it.
+func StartOpenAI(key string, respond func(OpenAIRequest) OpenAIReply) (*OpenAIServer, error) {
+	if respond == nil {
+		return nil, fmt.Errorf("fake OpenAI server: no respond function")
+	}
+	return startOpenAI(key, nil, respond)
+}
+
+func startOpenAI(key string, script []OpenAIReply, respond func(OpenAIRequest) OpenAIReply) (*OpenAIServer, error) {
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
-		t.Fatalf("fake OpenAI server: listen: %v", err)
+		return nil, fmt.Errorf("listen: %w", err)
 	}
-	s := &OpenAIServer{key: key, done: make(chan struct{}), script: append([]OpenAIReply(nil), script...)}
+	s := &OpenAIServer{key: key, done: make(chan struct{}), script: append([]OpenAIReply(nil), script...), respond: respond}
 	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
 	s.srv.Listener.Close()
 	s.srv.Listener = ln
 	s.srv.Start()
-	t.Cleanup(func() {
+	return s, nil
+}
+
+// Close stops the server: replies held back by a Delay end at once. It
+// may be called more than once.
+func (s *OpenAIServer) Close() {
+	s.closeOnce.Do(func() {
 		close(s.done)
 		s.srv.Close()
 	})
-	return s
 }
 
 // URL is the base URL clients use, e.g. http://127.0.0.1:PORT/v1.
@@ -190,18 +218,13 @@ func (s *OpenAIServer) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	s.mu.Lock()
-	if s.next >= len(s.script) {
-		have := len(s.script)
-		s.mu.Unlock()
-		openaiError(w, http.StatusInternalServerError,
-			fmt.Sprintf("fake OpenAI server: the script has no reply for request %d (it has %d replies)", n, have), "server_error", "")
+	var reply OpenAIReply
+	if s.respond != nil {
+		reply = s.respond(req)
+	} else if reply, err = s.scripted(n); err != nil {
+		openaiError(w, http.StatusInternalServerError, err.Error(), "server_error", "")
 		return
-	}
-	reply := s.script[s.next]
-	s.next++
-	s.mu.Unlock()
-	if reply.Respond != nil {
+	} else if reply.Respond != nil {
 		reply = reply.Respond(req)
 	}
 
@@ -245,6 +268,18 @@ func (s *OpenAIServer) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		openaiWriteJSON(w, http.StatusOK, openaiCompletion(n, req.Model, reply))
 	}
+}
+
+// scripted is the script's next reply, for request n.
+func (s *OpenAIServer) scripted(n int) (OpenAIReply, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.next >= len(s.script) {
+		return OpenAIReply{}, fmt.Errorf("fake OpenAI server: the script has no reply for request %d (it has %d replies)", n, len(s.script))
+	}
+	reply := s.script[s.next]
+	s.next++
+	return reply, nil
 }
 
 // openaiCompletion builds a chat.completion object as OpenAI sends it.

@@ -315,3 +315,38 @@ func TestOpenAIConcurrentUse(t *testing.T) {
 		t.Errorf("%d distinct completion ids for %d requests", len(ids), n)
 	}
 }
+
+// TestStartOpenAIOutsideTests: StartOpenAI needs no testing.TB; its
+// respond function answers every request, the key is checked as ever,
+// and Close, twice, stops it.
+func TestStartOpenAIOutsideTests(t *testing.T) {
+	calls := 0
+	s, err := StartOpenAI("k-demo", func(req OpenAIRequest) OpenAIReply {
+		calls++
+		return OpenAIReply{Text: "hello " + req.Messages[len(req.Messages)-1].Content}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := `{"model":"gpt-4.1","messages":[{"role":"user","content":"there"}]}`
+	for range 3 {
+		status, _, data := openaiPost(t, s, "k-demo", body)
+		if status != http.StatusOK || !strings.Contains(string(data), `"content":"hello there"`) {
+			t.Fatalf("%d %s", status, data)
+		}
+	}
+	if status, _, _ := openaiPost(t, s, "wrong", body); status != http.StatusUnauthorized {
+		t.Errorf("a wrong key: %d, want 401", status)
+	}
+	if calls != 3 || len(s.Requests()) != 4 {
+		t.Errorf("respond called %d times, %d requests recorded; want 3 and 4", calls, len(s.Requests()))
+	}
+	s.Close()
+	s.Close()
+	if _, err := http.Post(s.URL()+"/chat/completions", "application/json", strings.NewReader(body)); err == nil {
+		t.Error("the server answers after Close")
+	}
+	if _, err := StartOpenAI("k", nil); err == nil {
+		t.Error("StartOpenAI without a respond function started")
+	}
+}
