@@ -47,3 +47,15 @@ func TestRunStatusListsTheChildRuns(t *testing.T) {
 		t.Errorf("a run without children lists children:\n%s", out.String())
 	}
 }
+
+func TestRunsShowIsRunStatus(t *testing.T) {
+	t.Setenv("AGENTRUNNER_SERVER", "http://127.0.0.1:1")
+	code1, out1, err1 := cliRun(t, "run-status", "research-000001")
+	code2, out2, err2 := cliRun(t, "runs", "show", "research-000001")
+	if code1 != code2 || out1 != out2 || err1 != err2 || err1 == "" {
+		t.Errorf("runs show: exit %d %q %q; run-status: exit %d %q %q; want the same answer", code2, out2, err2, code1, out1, err1)
+	}
+	if code, _, _ := cliRun(t, "runs", "show"); code != exitUsage {
+		t.Errorf("runs show without a run: exit %d, want %d", code, exitUsage)
+	}
+}

@@ -123,6 +123,10 @@ func newRunsCommand() *cobra.Command {
 	cmd.Flags().StringVar(&q.Before, "before", "", "list the runs after this run id")
 	limitFlag(cmd, &q.Limit)
 	r.flags(cmd)
+	show := newRunStatusCommand()
+	show.Use, show.Short = "show RUN", "Show one run with its step runs, attempts and child runs (as run-status does)"
+	show.Args = usageArgs(cobra.ExactArgs(1)) // subcommands are not wrapped by the root's loop
+	cmd.AddCommand(show)
 	return cmd
 }
 
