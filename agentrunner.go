@@ -453,6 +453,7 @@ type Store interface {
 	CapsuleStore
 	MemoryStore
 	TodoStore
+	ConversationStore
 	// Apply commits a Change in one transaction.
 	Apply(ctx context.Context, ch *Change) error
 	// Cycle returns one cycle, or an ENOTFOUND error.

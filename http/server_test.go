@@ -318,6 +318,13 @@ func (s failingStore) TodoHistory(context.Context, string) ([]*agentrunner.TodoL
 	return nil, s.err
 }
 
+func (s failingStore) SaveConversation(context.Context, *agentrunner.Conversation) error {
+	return s.err
+}
+func (s failingStore) Conversation(context.Context, string, string, int) (*agentrunner.Conversation, error) {
+	return nil, s.err
+}
+
 var _ agentrunner.Store = failingStore{}
 
 func TestStoreFailures(t *testing.T) {

@@ -43,7 +43,7 @@ func Run(t *testing.T, open func(t *testing.T) agentrunner.Store) {
 		{"CyclePagesByStatus", testCyclePages},
 		{"AuditPages", testAuditPages},
 	}
-	for _, tt := range append(append(append(append(append(tests, runTests...), groupTests...), capsuleTests...), memoryTests...), todoTests...) {
+	for _, tt := range append(append(append(append(append(append(tests, runTests...), groupTests...), capsuleTests...), memoryTests...), todoTests...), conversationTests...) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := open(t)
 			t.Cleanup(func() { s.Close() })
