@@ -35,6 +35,10 @@ type Invocation struct {
 	Step    string
 	Agent   string
 	Attempt int
+	// Visit is the visit of the step this attempt is one of: a model
+	// runtime that checkpoints its conversation resumes only the
+	// conversation of the same run, step and visit.
+	Visit int
 
 	// Prompt is the assembled context: identity, tools, mailbox, inputs,
 	// template and output instructions, in that order (FR-150).

@@ -42,7 +42,7 @@ template and JSON Schema, and reports every problem it finds. Exit status 1 if a
 			}
 			keys, kp := providerKeys(cfg, os.LookupEnv)
 			problems = append(problems, kp...)
-			_, rp := buildRuntimes(cfg, nil, agentrunner.SystemClock{}, keys)
+			_, rp := buildRuntimes(cfg, nil, agentrunner.SystemClock{}, keys, nil)
 			problems = append(problems, rp...)
 			es, err := buildExec(cfg, os.LookupEnv)
 			if err != nil {

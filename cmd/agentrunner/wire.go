@@ -93,8 +93,10 @@ func buildModel(cfg *config.Config, name, key string) (llm.Model, error) {
 
 // buildRuntimes makes the runtime of every provider an agent uses, with the
 // model providers' keys from providerKeys. tools may be nil to only check
-// the providers (validate).
-func buildRuntimes(cfg *config.Config, tools *tool.Executor, clock agentrunner.Clock, keys map[string]string) (map[string]agentrunner.Runtime, config.Problems) {
+// the providers (validate). The model runtimes checkpoint their agents'
+// conversations in conversations, when it is not nil, after every turn,
+// and an attempt after one that died resumes from the last.
+func buildRuntimes(cfg *config.Config, tools *tool.Executor, clock agentrunner.Clock, keys map[string]string, conversations agentrunner.ConversationStore) (map[string]agentrunner.Runtime, config.Problems) {
 	runtimes := map[string]agentrunner.Runtime{}
 	var problems config.Problems
 	for _, name := range usedProviders(cfg) {
@@ -123,7 +125,11 @@ func buildRuntimes(cfg *config.Config, tools *tool.Executor, clock agentrunner.C
 				problems = append(problems, problem(cfg, "providers."+name, err))
 				continue
 			}
-			runtimes[name] = model.New(m, tools, key)
+			rt := model.New(m, tools, key)
+			if conversations != nil {
+				rt.Checkpoint(conversations)
+			}
+			runtimes[name] = rt
 		}
 	}
 	return runtimes, problems
@@ -310,7 +316,7 @@ func openRunner(ctx context.Context, ws *workspace.Workspace, clock agentrunner.
 			onEvent(ev)
 		}
 	}})
-	runtimes, problems := buildRuntimes(cfg, r.tools, clock, keys)
+	runtimes, problems := buildRuntimes(cfg, r.tools, clock, keys, r.store)
 	if len(problems) > 0 {
 		return nil, problems
 	}

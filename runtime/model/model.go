@@ -46,6 +46,9 @@ type Runtime struct {
 	model   llm.Model
 	tools   Tools
 	secrets []string
+	// conversations, when set, keeps each attempt's conversation (see
+	// Checkpoint).
+	conversations agentrunner.ConversationStore
 }
 
 var _ agentrunner.OutputReturner = (*Runtime)(nil)
@@ -103,6 +106,9 @@ func (r *Runtime) Run(ctx context.Context, inv *agentrunner.Invocation) (*agentr
 		c.specs = append(c.specs, llm.ToolSpec{Name: s.Name, Description: s.Description, Parameters: s.Parameters})
 	}
 	err := c.run(ctx)
+	if err != nil {
+		c.forget(ctx, err)
+	}
 	return c.result, err
 }
 
@@ -154,18 +160,33 @@ type conversation struct {
 	shown map[string]bool
 	// called counts the tool calls run, against the tool budget.
 	called int
+	// saved: the store holds a conversation of this attempt's run, step
+	// and visit that this attempt saved or resumed.
+	saved bool
 }
 
 func (c *conversation) run(ctx context.Context) error {
 	m, file := c.inv.Model, c.inv.Output.File
 	isJSON := filepath.Ext(file) == ".json"
-	c.msgs = []llm.Message{{Role: llm.User, Text: fmt.Sprintf(
-		"Produce %s now. Read what you need with your tools, then answer with the complete content of %s and nothing else: your final answer becomes the file.",
-		file, file)}}
-	repairs := 0
 	c.shown = map[string]bool{}
 	c.injected()
-	for turn := 1; ; turn++ {
+	at, err := c.resume(ctx)
+	if err != nil {
+		return err
+	}
+	if at == nil {
+		at = &resumed{}
+		c.msgs = []llm.Message{{Role: llm.User, Text: fmt.Sprintf(
+			"Produce %s now. Read what you need with your tools, then answer with the complete content of %s and nothing else: your final answer becomes the file.",
+			file, file)}}
+	} else if at.answer != "" {
+		// The previous attempt had the answer and ended before the engine
+		// took it: it is not asked for again.
+		c.result.Output = []byte(at.answer)
+		return nil
+	}
+	repairs := at.repairs
+	for turn := at.turns + 1; ; turn++ {
 		if turn > m.MaxTurns {
 			return agentrunner.Fail(agentrunner.ClassInvalidOutput, "the model gave no final answer within max_turns (%d)", m.MaxTurns)
 		}
@@ -204,6 +225,11 @@ func (c *conversation) run(ctx context.Context) error {
 				return agentrunner.Fail(agentrunner.ClassInvalidOutput, "the model gave no final answer within max_turns (%d): it called tools in its last turn", m.MaxTurns)
 			}
 			c.msgs = append(c.msgs, c.toolTurn(ctx, resp.ToolCalls))
+			// The turn is complete with its results: a later attempt
+			// resumes after it, and its tools do not run again.
+			if err := c.checkpoint(ctx, turn); err != nil {
+				return err
+			}
 			continue
 		}
 		answer := unfence(resp.Text)
@@ -212,12 +238,15 @@ func (c *conversation) run(ctx context.Context) error {
 			// Invalid output after the repairs is returned all the same:
 			// the engine validates it again, rejects it and records why.
 			c.result.Output = []byte(answer)
-			return nil
+			return c.checkpoint(ctx, turn)
 		}
 		repairs++
 		c.msgs = append(c.msgs, llm.Message{Role: llm.User, Text: fmt.Sprintf(
 			"Your answer breaks the contract of %s:\n- %s\nAnswer again with the complete, corrected content of %s and nothing else.",
 			file, strings.Join(problems, "\n- "), file)})
+		if err := c.checkpoint(ctx, turn); err != nil {
+			return err
+		}
 	}
 }
 

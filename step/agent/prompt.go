@@ -78,7 +78,7 @@ func (at *attempt) checkMailbox(ctx context.Context) error {
 func (at *attempt) invocation(inputs []agentrunner.Input) *agentrunner.Invocation {
 	a, sa := at.agent, at.sa
 	inv := &agentrunner.Invocation{
-		CycleID: sa.Run.ID, Step: at.step.ID, Agent: a.Name, Attempt: sa.Attempt.Number,
+		CycleID: sa.Run.ID, Step: at.step.ID, Agent: a.Name, Attempt: sa.Attempt.Number, Visit: sa.Attempt.Visit,
 		PromptPath: filepath.Join(sa.Dir, "prompt.md"), Dir: sa.Dir,
 		OutputPath: filepath.Join(sa.Dir, a.Output.File), CycleDir: sa.RunDir, WorkspaceDir: at.k.cfg.Dir,
 		MailboxPath: at.k.opts.Mailboxes.Path(a.Name), Inputs: inputs,
