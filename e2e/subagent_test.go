@@ -306,10 +306,12 @@ func TestSubagentRunsAreDurableChildRuns(t *testing.T) {
 		t.Errorf("the children did not overlap: the last started at %v, the first ended at %v", latestStart, earliestEnd)
 	}
 	// alpha ended before the kill and was not run again; beta and gamma
-	// were run again by the second runner, both turns.
+	// were killed asking for their answer, after their write turn was
+	// checkpointed: the second runner resumed them from it, and asked
+	// only for the answer again.
 	asked := requestsByTask(srv)
-	if asked["alpha"] != 2 || asked["beta"] != 4 || asked["gamma"] != 4 {
-		t.Errorf("researcher requests by task: %v; want alpha 2, beta 4, gamma 4", asked)
+	if asked["alpha"] != 2 || asked["beta"] != 3 || asked["gamma"] != 3 {
+		t.Errorf("researcher requests by task: %v; want alpha 2, beta 3, gamma 3", asked)
 	}
 	// The reports are in the lead's run's memory/, none in the children's.
 	for name := range subagentTasks {
@@ -534,6 +536,33 @@ func TestSubagentRunsSurviveRepeatedKills(t *testing.T) {
 	if want := map[string]int{"alpha": 1, "beta": 1, "gamma": 1}; !maps.Equal(byTask, want) {
 		t.Errorf("children by task: %v; want one each", byTask)
 	}
+	// The lead's conversation is checkpointed after every turn: an
+	// attempt after a kill resumes from its last completed turn, so the
+	// model is asked for each of the lead's 3 turns once, and once more
+	// at most for the turn each interrupted attempt was in.
+	atts, err := store.Attempts(ctx, lead.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	interrupted := 0
+	for _, a := range atts {
+		seen = append(seen, fmt.Sprintf("%d:%s", a.Number, a.Status))
+		if a.Status != agentrunner.AttemptSucceeded {
+			interrupted++
+		}
+	}
+	leadAsked := 0
+	for _, req := range srv.Requests() {
+		system, _, _ := openAIRequest(req)
+		if m := agentLine.FindStringSubmatch(system); m != nil && m[1] == "lead" {
+			leadAsked++
+		}
+	}
+	if leadAsked < 3 || leadAsked > 3+interrupted {
+		t.Errorf("the lead's model was asked %d times over attempts %v; want its 3 turns and at most one more per interrupted attempt (%d)", leadAsked, seen, interrupted)
+	}
+	t.Logf("lead %s: attempts %v, %d requests", lead.ID, seen, leadAsked)
 	answer, err := os.ReadFile(filepath.Join(lead.Dir, "answer.md"))
 	if err != nil || !strings.HasPrefix(string(answer), "# Answer\n\n## Body\n") || !strings.Contains(string(answer), "researched") {
 		t.Errorf("the lead's answer.md: %q, %v", answer, err)
