@@ -101,8 +101,8 @@ type Context struct {
 	Markers []string `json:"markers,omitempty"`
 	// RepoPath is the absolute path of the repository's root.
 	RepoPath string `json:"repo_path"`
-	// Problems names the marker files that could not be read, one sentence
-	// each; they did not stop detection.
+	// Problems names the marker files that could not be read or parsed,
+	// sorted, one sentence each; they did not stop detection.
 	Problems []string `json:"problems,omitempty"`
 	// Truncated says the walk stopped at MaxFiles, so the counts are of
 	// part of the tree.
@@ -237,7 +237,7 @@ func (d Detector) Detect(ctx context.Context, root string) (Context, error) {
 	files := 0
 	errStop := errors.New("stop")
 	err = filepath.WalkDir(abs, func(p string, e fs.DirEntry, err error) error {
-		if cerr := ctx.Err(); cerr != nil {
+		if ctx.Err() != nil {
 			return context.Cause(ctx)
 		}
 		if err != nil {
@@ -348,6 +348,9 @@ func framework(root string, markers []marker) (string, []string) {
 		}
 		return a.rel < b.rel
 	})
+	// Every marker is read, not only those up to the winner, so that the
+	// problems do not depend on which marker wins.
+	var found string
 	var problems []string
 	for _, m := range sorted {
 		fw, err := frameworkOf(filepath.Join(root, filepath.FromSlash(m.rel)), m.kind)
@@ -355,11 +358,12 @@ func framework(root string, markers []marker) (string, []string) {
 			problems = append(problems, fmt.Sprintf("%s: %v", m.rel, err))
 			continue
 		}
-		if fw != "" {
-			return fw, problems
+		if found == "" {
+			found = fw
 		}
 	}
-	return "", problems
+	sort.Strings(problems)
+	return found, problems
 }
 
 // Words looked for in manifests, each as a whole word.

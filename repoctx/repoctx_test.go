@@ -66,7 +66,9 @@ func TestDetectFixtures(t *testing.T) {
 			// The root's go.mod beats the nested React app.
 			Language: "typescript", Framework: "go",
 			Languages: map[string]int{"go": 1, "typescript": 3},
-			Markers:   []string{"go.mod", "web/package.json"},
+			Markers:   []string{"go.mod", "legacy/package.json", "web/package.json"},
+			// A broken nested package.json is named though go.mod wins.
+			Problems: []string{"legacy/package.json: not valid JSON: unexpected end of JSON input"},
 		}},
 		{"vendored", repoctx.Context{
 			Language: "go", Framework: "go",
