@@ -94,7 +94,7 @@ func decodeTasks(b *jsonBlock) ([]Task, []int, error) {
 		case errors.As(err, &typ):
 			what := typ.Field
 			if what == "" {
-				what = "a value"
+				what = "a task"
 			}
 			return invalid("line %d: in the ```json block (line %d), %s is a JSON %s where %s belongs: expected %s", b.line(typ.Offset), b.open+1, what, typ.Value, goType(typ.Type.Kind().String()), splitFormat)
 		case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
@@ -222,7 +222,7 @@ func check(ts []Task, at []int) error {
 		for k, o := range cycle {
 			parts[k] = fmt.Sprint(o)
 		}
-		return invalid("line %d: task %d (%.60q) depends on itself: executionOrders %s form a cycle", at[i], i+1, ts[i].Title, strings.Join(parts, " → "))
+		return invalid("line %d: task %d (%.60q) depends on itself, directly or through others: executionOrders %s form a cycle", at[i], i+1, ts[i].Title, strings.Join(parts, " → "))
 	}
 	return nil
 }
