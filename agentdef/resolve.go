@@ -134,24 +134,24 @@ func fits(m *Match, ctx Context) (bool, string) {
 	}
 	if m.Framework != "" {
 		if !strings.EqualFold(m.Framework, ctx.Framework) {
-			return false, fmt.Sprintf("framework %s, not %s", m.Framework, orNone(ctx.Framework))
+			return false, differs("framework", m.Framework, ctx.Framework)
 		}
 		what = append(what, "framework "+m.Framework)
 	}
 	if m.Language != "" {
 		if !strings.EqualFold(m.Language, ctx.Language) {
-			return false, fmt.Sprintf("language %s, not %s", m.Language, orNone(ctx.Language))
+			return false, differs("language", m.Language, ctx.Language)
 		}
 		what = append(what, "language "+m.Language)
 	}
 	return true, strings.Join(what, " and ")
 }
 
-func orNone(s string) string {
-	if s == "" {
-		return "none detected"
+func differs(what, want, got string) string {
+	if got == "" {
+		return fmt.Sprintf("%s %s, and the repository's %s is not known", what, want, what)
 	}
-	return s
+	return fmt.Sprintf("%s %s, not %s", what, want, got)
 }
 
 // rank is the specificity of a match, compared key by key.
