@@ -241,6 +241,16 @@ func TestLoadReportsEveryProblemWithItsPlace(t *testing.T) {
 			`agents/variants/a.yml:2:1: extends: extends forms a cycle: planning-a → planning-b → planning-c → planning-a`,
 			`agents/variants/self.yml:2:1: extends: extends forms a cycle: planning-self → planning-self`,
 		}},
+		{"duplicates", []string{
+			`agents/defaults/planning.yml:5:1: name: duplicate key (first at line 2)`,
+			`agents/defaults/planning2.yml:1:1: state: state "Planning" already has the default agent "planning-default" (testdata/duplicates/agents/defaults/planning.yml:1:1); put other agents for it in agents/variants`,
+			`agents/defaults/planning2.yml:5:1: match: only variants (agents/variants) have match; a default agent is the one used when no variant matches`,
+			`agents/variants/planning.go.yml:1:1: id: duplicate id "planning-default" (first at testdata/duplicates/agents/defaults/planning.yml:1:1)`,
+		}},
+		{"syntax", []string{
+			`agents/defaults/empty.yml: the file is empty; want one agent (id, name, state, prompt …)`,
+			`agents/defaults/planning.yml:3: mapping values are not allowed in this context`,
+		}},
 		{"no_defaults", []string{
 			`agents/defaults: the folder is missing; it holds the default agent of each state, one .yml file each`,
 		}},
