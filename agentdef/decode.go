@@ -6,41 +6,17 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentrunner/agentrunner/config"
 	"go.yaml.in/yaml/v3"
 )
 
-// Problem is one thing wrong with the agent configuration, located as
-// precisely as the source allows: file:line:col and the key.
-type Problem struct {
-	// Where is "file:line:col", or a file or folder.
-	Where   string
-	Key     string
-	Message string
-}
-
-func (p Problem) String() string {
-	var b strings.Builder
-	b.WriteString(p.Where)
-	b.WriteString(": ")
-	if p.Key != "" {
-		b.WriteString(p.Key)
-		b.WriteString(": ")
-	}
-	b.WriteString(p.Message)
-	return b.String()
-}
-
-// Problems is every problem of every file, returned as one error so that
-// a user fixes them all in one go.
-type Problems []Problem
-
-func (ps Problems) Error() string {
-	lines := make([]string, len(ps))
-	for i, p := range ps {
-		lines[i] = p.String()
-	}
-	return strings.Join(lines, "\n")
-}
+// Problem and Problems are the configuration's: one thing wrong, located
+// at file:line:col with its key, and every one of them as one error, so a
+// user fixes them all in one go and reads them as the main file's.
+type (
+	Problem  = config.Problem
+	Problems = config.Problems
+)
 
 // keys are the keys of an agent file, in the order they are documented.
 var keys = []string{"id", "name", "state", "backlog_state", "description", "prompt", "output", "mcp_servers", "max_turns", "extends", "match"}
