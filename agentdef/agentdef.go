@@ -69,6 +69,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/agentrunner/agentrunner/config"
 )
 
 // Output is the artifact an agent produces.
@@ -348,7 +350,7 @@ func inherit(a *Agent, set map[string]bool, p *Agent) {
 func suggestID(id string, byID map[string]*entry) string {
 	best, bestDist := "", 4
 	for other := range byID {
-		if d := editDistance(id, other); d < bestDist || d == bestDist && other < best {
+		if d := config.EditDistance(id, other); d < bestDist || d == bestDist && other < best {
 			best, bestDist = other, d
 		}
 	}

@@ -98,7 +98,7 @@ func decodeFile(file string, data []byte) (*entry, Problems) {
 		k, v := p[0], p[1]
 		name := k.Value
 		if !slices.Contains(keys, name) {
-			d.fail(k, name, "unknown key%s", suggest(name, keys))
+			d.fail(k, name, "unknown key%s", config.SuggestKey(name, keys))
 			continue
 		}
 		e.pos[name] = d.pos(k)
@@ -242,7 +242,7 @@ func (d *decoder) output(n *yaml.Node) (*Output, bool) {
 			s, good := d.str(v, key)
 			o.Schema, ok = s, ok && good
 		default:
-			d.fail(k, "output", "unknown key %q%s", k.Value, suggest(k.Value, outputKeys))
+			d.fail(k, "output", "unknown key %q%s", k.Value, config.SuggestKey(k.Value, outputKeys))
 			ok = false
 		}
 	}
@@ -284,7 +284,7 @@ func (d *decoder) match(n *yaml.Node) (*Match, bool) {
 			}
 			m.Files, ok = files, ok && good
 		default:
-			d.fail(k, "match", "unknown key %q%s", k.Value, suggest(k.Value, matchKeys))
+			d.fail(k, "match", "unknown key %q%s", k.Value, config.SuggestKey(k.Value, matchKeys))
 			ok = false
 		}
 	}
@@ -293,38 +293,4 @@ func (d *decoder) match(n *yaml.Node) (*Match, bool) {
 		ok = false
 	}
 	return m, ok
-}
-
-// suggest names the closest known key, or lists them all.
-func suggest(name string, known []string) string {
-	best, bestDist := "", 3
-	for _, k := range known {
-		if dist := editDistance(name, k); dist < bestDist {
-			best, bestDist = k, dist
-		}
-	}
-	if best != "" {
-		return fmt.Sprintf(" (did you mean %q?)", best)
-	}
-	return fmt.Sprintf(" (known keys: %s)", strings.Join(known, ", "))
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

@@ -55,6 +55,7 @@ import (
 	"unicode"
 
 	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/internal/mdtext"
 )
 
 // Kind is the type of artifact an agent produces (spec 5's artifact types);
@@ -135,7 +136,7 @@ func Parse(k Kind, output []byte) (*Artifact, error) {
 	if !k.Valid() {
 		return nil, agentrunner.Errorf(agentrunner.EINVALID, "artifact kind %q: expected one of task_split, plan, implementation, test, general", string(k))
 	}
-	ls := lines(blankComments(output))
+	ls := mdtext.Lines(mdtext.BlankComments(output))
 	a := &Artifact{Kind: k, Confidence: NoConfidence, Body: body(output)}
 	var err error
 	if a.Confidence, err = confidence(ls); err != nil {
@@ -286,34 +287,4 @@ func isFence(t string) bool { return strings.HasPrefix(t, "```") || strings.HasP
 // invalid is a failure of the output to say what its kind must say.
 func invalid(format string, args ...any) error {
 	return agentrunner.Fail(agentrunner.ClassInvalidOutput, format, args...)
-}
-
-// htmlComment matches an HTML comment.
-var htmlComment = regexp.MustCompile(`(?s)<!--.*?-->`)
-
-// blankComments returns src with its HTML comments blanked out, line
-// breaks kept so that line numbers stay those of src.
-func blankComments(src []byte) []byte {
-	locs := htmlComment.FindAllIndex(src, -1)
-	if len(locs) == 0 {
-		return src
-	}
-	out := append([]byte(nil), src...)
-	for _, loc := range locs {
-		for i := loc[0]; i < loc[1]; i++ {
-			if out[i] != '\n' {
-				out[i] = ' '
-			}
-		}
-	}
-	return out
-}
-
-// lines splits a text into lines without their line breaks.
-func lines(src []byte) []string {
-	ls := strings.Split(string(src), "\n")
-	for i, l := range ls {
-		ls[i] = strings.TrimSuffix(l, "\r")
-	}
-	return ls
 }

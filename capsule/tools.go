@@ -1,7 +1,6 @@
 package capsule
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -132,10 +131,8 @@ func op[A any](name, description string, params json.RawMessage, fn func(context
 		Spec: tool.Spec{Name: name, Description: description, Parameters: params, Timeout: 30 * time.Second},
 		Handler: tool.HandlerFunc(func(ctx context.Context, raw json.RawMessage) (string, error) {
 			var args A
-			dec := json.NewDecoder(bytes.NewReader(raw))
-			dec.DisallowUnknownFields()
-			if err := dec.Decode(&args); err != nil {
-				return "", fmt.Errorf("%s: the arguments do not fit the tool: %v", name, err)
+			if err := tool.DecodeArgs(raw, &args); err != nil {
+				return "", fmt.Errorf("%s: %w", name, err)
 			}
 			out, err := fn(ctx, args)
 			if err != nil {

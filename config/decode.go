@@ -344,9 +344,16 @@ func suggest(name string, fields map[string]int) string {
 		known = append(known, k)
 	}
 	sort.Strings(known)
+	return SuggestKey(name, known)
+}
+
+// SuggestKey names the known key closest to name (within two edits), the
+// first of known when two are as close, or lists them all: the hint of an
+// "unknown key" error, alike in every file agentrunner reads.
+func SuggestKey(name string, known []string) string {
 	best, bestDist := "", 3
 	for _, k := range known {
-		if dist := editDistance(name, k); dist < bestDist {
+		if dist := EditDistance(name, k); dist < bestDist {
 			best, bestDist = k, dist
 		}
 	}
@@ -356,7 +363,8 @@ func suggest(name string, fields map[string]int) string {
 	return fmt.Sprintf(" (known keys: %s)", strings.Join(known, ", "))
 }
 
-func editDistance(a, b string) int {
+// EditDistance is the Levenshtein distance between a and b, in bytes.
+func EditDistance(a, b string) int {
 	prev := make([]int, len(b)+1)
 	cur := make([]int, len(b)+1)
 	for j := range prev {

@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -44,7 +43,7 @@ func (l *Log) AppendHandler() tool.Handler {
 		var args struct {
 			Text string `json:"text"`
 		}
-		if err := strictJSON(raw, &args); err != nil {
+		if err := tool.DecodeArgs(raw, &args); err != nil {
 			return "", err
 		}
 		call, ok := tool.CallOf(ctx)
@@ -67,7 +66,7 @@ func (l *Log) SearchHandler() tool.Handler {
 			Agents []string `json:"agents"`
 			Limit  int      `json:"limit"`
 		}
-		if err := strictJSON(raw, &args); err != nil {
+		if err := tool.DecodeArgs(raw, &args); err != nil {
 			return "", err
 		}
 		hits, err := l.Search(ctx, args.Query, args.Agents, args.Limit)
@@ -90,13 +89,4 @@ func (l *Log) SearchHandler() tool.Handler {
 		data, err := json.Marshal(out)
 		return string(data), err
 	})
-}
-
-func strictJSON(raw json.RawMessage, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("the arguments do not fit the tool: %v", err)
-	}
-	return nil
 }

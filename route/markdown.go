@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentrunner/agentrunner"
 	"github.com/agentrunner/agentrunner/artifact"
+	"github.com/agentrunner/agentrunner/internal/mdtext"
 )
 
 // section reads the first line of a markdown section: its heading is
@@ -29,14 +30,14 @@ func compileSection(title string) (*Extractor, error) {
 }
 
 func (s *section) read(output []byte) (string, error) {
-	src := blankComments(output)
+	src := mdtext.BlankComments(output)
 	spans := artifact.MarkdownSections(src)
 	span, ok := lastSection(spans, s.title)
 	if !ok {
 		return "", invalid("the output has no section %q: expected a heading such as `## %s` whose first line is the label; %s", s.title, s.title, headings(spans))
 	}
 	at := line(src, span.Start)
-	for _, l := range lines(src[bodyStart(src, span):span.End]) {
+	for _, l := range mdtext.Lines(src[bodyStart(src, span):span.End]) {
 		t := strings.TrimSpace(l)
 		switch {
 		case t == "" || isFence(t):
@@ -144,7 +145,7 @@ func compileField(name string) (*Extractor, error) {
 }
 
 func (f *field) read(output []byte) (string, error) {
-	src := blankComments(output)
+	src := mdtext.BlankComments(output)
 	all := f.re.FindAllSubmatchIndex(src, -1)
 	if len(all) == 0 {
 		return "", invalid("the output has no field %q: expected a line `%s: LABEL` (or `**%[2]s**: LABEL`, `- %[2]s: LABEL`)", f.name, f.name)
@@ -155,35 +156,4 @@ func (f *field) read(output []byte) (string, error) {
 		return "", invalid("field %q (line %d) has no value: expected `%s: LABEL` on one line", f.name, line(src, m[0]), f.name)
 	}
 	return value, nil
-}
-
-// htmlComment matches an HTML comment: templates keep guidance in them,
-// and guidance is no part of what the agent said.
-var htmlComment = regexp.MustCompile(`(?s)<!--.*?-->`)
-
-// blankComments returns src with its HTML comments blanked out, line
-// breaks kept so that offsets and line numbers stay those of src.
-func blankComments(src []byte) []byte {
-	locs := htmlComment.FindAllIndex(src, -1)
-	if len(locs) == 0 {
-		return src
-	}
-	out := bytes.Clone(src)
-	for _, loc := range locs {
-		for i := loc[0]; i < loc[1]; i++ {
-			if out[i] != '\n' {
-				out[i] = ' '
-			}
-		}
-	}
-	return out
-}
-
-// lines splits a text into lines without their line breaks.
-func lines(src []byte) []string {
-	ls := strings.Split(string(src), "\n")
-	for i, l := range ls {
-		ls[i] = strings.TrimSuffix(l, "\r")
-	}
-	return ls
 }

@@ -3,6 +3,8 @@ package route
 import (
 	"regexp"
 	"strings"
+
+	"github.com/agentrunner/agentrunner/internal/mdtext"
 )
 
 // Signal is a SIGNAL BLOCK of spec 2: the status line an agent appends to
@@ -53,7 +55,7 @@ const signalFormat = "a line `SIGNAL BLOCK` followed by `Agent=… | … | Next=
 // comments are not read. What the values mean (Step, Confidence, Risk)
 // is the flow's to check. Errors are invalid_output failures.
 func ParseSignal(doc []byte) (*Signal, error) {
-	ls := lines(blankComments(doc))
+	ls := mdtext.Lines(mdtext.BlankComments(doc))
 	at := lastMarker(ls)
 	if at < 0 {
 		return nil, invalid("the output has no SIGNAL BLOCK: expected %s", signalFormat)

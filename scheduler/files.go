@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -123,6 +124,7 @@ func (s *Scheduler) checkViews(ctx context.Context, unfinished []*agentrunner.Ru
 				repairs = append(repairs, ev)
 			}
 		}
+		s.removeTemps(r, files)
 	}
 	if len(repairs) > 0 {
 		s.batch.change().Events = repairs
@@ -141,9 +143,6 @@ func (s *Scheduler) checkView(ctx context.Context, r *agentrunner.Run, listed *a
 	if err != nil {
 		s.log.Error("an artifact's view", "run", r.ID, "error", err)
 		return nil, nil
-	}
-	if err := atomicfile.RemoveTemps(path); err != nil { // a write a crash cut short
-		s.log.Warn("removing what a cut-short write of an artifact's view left", "run", r.ID, "path", path, "error", err)
 	}
 	if reason, err := view.Compare(path, listed); err != nil || reason == "" || onRead && reason == view.Missing {
 		if err != nil {
@@ -173,4 +172,20 @@ func (s *Scheduler) endedLast(ctx context.Context) ([]*agentrunner.Run, error) {
 		return nil, err
 	}
 	return s.store.Runs(ctx, agentrunner.RunFilter{EndedAfter: last[0].Timestamp.Add(-viewWindow)})
+}
+
+// removeTemps removes what writes of the run's views that a crash cut
+// short left beside them: one listing per folder that holds a view.
+func (s *Scheduler) removeTemps(r *agentrunner.Run, files []*agentrunner.StoredFile) {
+	dirs := map[string]bool{}
+	for _, f := range files {
+		if path, err := view.Path(r.Dir, "", f); err == nil {
+			dirs[filepath.Dir(path)] = true
+		}
+	}
+	for dir := range dirs {
+		if err := atomicfile.RemoveDirTemps(dir); err != nil {
+			s.log.Warn("removing what cut-short writes of a run's views left", "run", r.ID, "dir", dir, "error", err)
+		}
+	}
 }

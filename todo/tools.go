@@ -1,11 +1,9 @@
 package todo
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/agentrunner/agentrunner"
@@ -79,7 +77,7 @@ func runOf(ctx context.Context) (agentrunner.ToolCall, error) {
 func (s *Service) ReadHandler() tool.Handler {
 	return tool.HandlerFunc(func(ctx context.Context, raw json.RawMessage) (string, error) {
 		var args struct{}
-		if err := strictJSON(raw, &args); err != nil {
+		if err := tool.DecodeArgs(raw, &args); err != nil {
 			return "", err
 		}
 		call, err := runOf(ctx)
@@ -101,7 +99,7 @@ func (s *Service) WriteHandler() tool.Handler {
 			Todos   []agentrunner.Todo `json:"todos"`
 			Version *int               `json:"version"`
 		}
-		if err := strictJSON(raw, &args); err != nil {
+		if err := tool.DecodeArgs(raw, &args); err != nil {
 			return "", err
 		}
 		if args.Todos == nil {
@@ -126,16 +124,4 @@ func (s *Service) WriteHandler() tool.Handler {
 func message(l *agentrunner.TodoList) (string, error) {
 	data, err := json.Marshal(ViewOf(l))
 	return string(data), err
-}
-
-func strictJSON(raw json.RawMessage, v any) error {
-	if len(bytes.TrimSpace(raw)) == 0 {
-		raw = json.RawMessage(`{}`)
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("the arguments do not fit the tool: %v", err)
-	}
-	return nil
 }

@@ -1,7 +1,6 @@
 package tool
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -115,10 +114,8 @@ func (parallelHandler) Call(ctx context.Context, raw json.RawMessage) (string, e
 		return "", errors.New("it runs only through an agent's tool executor")
 	}
 	var a parallelArgs
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&a); err != nil {
-		return "", fmt.Errorf("invalid arguments: %s", strings.TrimPrefix(err.Error(), "json: "))
+	if err := DecodeArgs(raw, &a); err != nil {
+		return "", err
 	}
 	switch n := len(a.Calls); {
 	case n == 0:

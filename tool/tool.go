@@ -11,9 +11,12 @@
 package tool
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 )
 
@@ -92,4 +95,23 @@ func RetryAfterOf(err error) time.Duration {
 		return t.retryAfter
 	}
 	return 0
+}
+
+// DecodeArgs decodes a call's arguments into v strictly: an unknown key, a
+// wrong type or data after the object is an error the model can read. The
+// executor checks arguments against the tool's schema first, but a handler
+// may be called directly. Empty arguments and null are no arguments.
+func DecodeArgs(raw json.RawMessage, v any) error {
+	if t := bytes.TrimSpace(raw); len(t) == 0 || string(t) == "null" {
+		raw = json.RawMessage(`{}`)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("invalid arguments: %s", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	if len(bytes.TrimSpace(raw[dec.InputOffset():])) > 0 {
+		return errors.New("invalid arguments: unexpected data after the JSON object")
+	}
+	return nil
 }

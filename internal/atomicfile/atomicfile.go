@@ -143,7 +143,17 @@ func MkdirAll(dir string, perm os.FileMode) error {
 // behind when the process died between creating one and renaming it: a
 // crash must not leave litter beside the file it was replacing.
 func RemoveTemps(path string) error {
-	temps, err := filepath.Glob(filepath.Join(filepath.Dir(path), "."+globEscape(filepath.Base(path))+".tmp-*"))
+	return removeMatching(filepath.Join(filepath.Dir(path), "."+globEscape(filepath.Base(path))+".tmp-*"))
+}
+
+// RemoveDirTemps removes what cut-short writes of any file of dir left
+// there: one listing of the folder for all its files.
+func RemoveDirTemps(dir string) error {
+	return removeMatching(filepath.Join(globEscape(dir), ".*.tmp-*"))
+}
+
+func removeMatching(pattern string) error {
+	temps, err := filepath.Glob(pattern)
 	if err != nil {
 		return err
 	}

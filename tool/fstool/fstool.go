@@ -398,7 +398,7 @@ type readArgs struct {
 
 func (s *set) read(_ context.Context, raw json.RawMessage) (string, error) {
 	var a readArgs
-	if err := decodeArgs(raw, &a); err != nil {
+	if err := tool.DecodeArgs(raw, &a); err != nil {
 		return "", err
 	}
 	offset, limit := int64(0), int64(DefaultLimit)
@@ -493,7 +493,7 @@ type treeArgs struct {
 
 func (s *set) tree(_ context.Context, raw json.RawMessage) (string, error) {
 	var a treeArgs
-	if err := decodeArgs(raw, &a); err != nil {
+	if err := tool.DecodeArgs(raw, &a); err != nil {
 		return "", err
 	}
 	maxDepth := -1
@@ -622,21 +622,4 @@ func dirLabel(dir string) string {
 		return dir
 	}
 	return dir + string(filepath.Separator)
-}
-
-// decodeArgs decodes a call's arguments strictly: the executor checks them
-// against the schema, but a handler may be called directly.
-func decodeArgs(raw json.RawMessage, v any) error {
-	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
-		raw = json.RawMessage(`{}`)
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("invalid arguments: %s", strings.TrimPrefix(err.Error(), "json: "))
-	}
-	if len(bytes.TrimSpace(raw[dec.InputOffset():])) > 0 {
-		return errors.New("invalid arguments: unexpected data after the JSON object")
-	}
-	return nil
 }

@@ -124,7 +124,7 @@ type writeArgs struct {
 
 func (w *writer) write(ctx context.Context, raw json.RawMessage) (string, error) {
 	var a writeArgs
-	if err := decodeArgs(raw, &a); err != nil {
+	if err := tool.DecodeArgs(raw, &a); err != nil {
 		return "", err
 	}
 	rel, err := memoryPath(a.Path)
