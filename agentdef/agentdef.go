@@ -12,7 +12,8 @@
 //	state          the task state the agent handles, or
 //	backlog_state  the backlog item state it handles: exactly one of the two
 //	description    optional
-//	prompt         required (a variant may inherit it)
+//	prompt         required (a variant may inherit it); its template
+//	               variables are checked (see Prompts)
 //	output         {type, schema}: type is one of OutputTypes
 //	mcp_servers    a list of MCP server names
 //	max_turns      a positive integer
@@ -38,6 +39,20 @@
 //   - mcp_servers replaces the parent's list, it does not add to it (write
 //     mcp_servers: [] to use none);
 //   - id, extends and match are never inherited.
+//
+// # Prompts
+//
+// A prompt's template variables ({task.title}, {artifacts.plan} …, package
+// taskprompt) are checked as the agent is loaded, for the kind of agent it
+// is: a backlog item agent (backlog_state) has no task, so {task.…} is an
+// error in its prompt, and an unknown variable is an error in any prompt,
+// with the nearest known name. Each problem is placed at the variable's
+// file:line:col when the file holds the prompt line for line, as in a
+// literal block (prompt: |) or a one-line value; else (a folded block, a
+// value with escapes) at the prompt key, with the variable's line and
+// column within the prompt. An agent that moves to a backlog state and
+// inherits a task agent's prompt is told which {task.…} variables it
+// inherited, and where they are written.
 //
 // # Resolution
 //
@@ -306,6 +321,7 @@ func Load(dir string) (*Set, error) {
 		set.agents[a.ID] = a
 		set.ids = append(set.ids, a.ID)
 	}
+	problems = append(problems, promptProblems(ok, set, byID)...)
 	if len(problems) > 0 {
 		sortProblems(problems)
 		return nil, problems

@@ -2,6 +2,8 @@ package agentdef
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -9,6 +11,9 @@ import (
 )
 
 const okDir = "testdata/ok"
+
+// refinePrompt uses template variables and JSON braces, which Load accepts.
+const refinePrompt = `You refine {backlogItem.title} with {context.language} in mind; answer {"questions": []}.`
 
 func loadOK(t *testing.T) *Set {
 	t.Helper()
@@ -37,7 +42,7 @@ func TestLoadInheritsEveryUnsetField(t *testing.T) {
 		}},
 		{"refining-default", Agent{
 			ID: "refining-default", Name: "Refining Agent", BacklogState: "Refining",
-			Prompt: "You refine the backlog item.", File: okDir + "/agents/defaults/refining.yml",
+			Prompt: refinePrompt, File: okDir + "/agents/defaults/refining.yml",
 		}},
 		// Sets name, state, description, prompt and mcp_servers; inherits
 		// output and max_turns.
@@ -88,7 +93,7 @@ func TestLoadInheritsEveryUnsetField(t *testing.T) {
 		}},
 		{"refining-strict", Agent{
 			ID: "refining-strict", Name: "Strict Refining Agent", BacklogState: "Refining",
-			Description: "Refines with strict acceptance criteria", Prompt: "You refine the backlog item.",
+			Description: "Refines with strict acceptance criteria", Prompt: refinePrompt,
 			Extends: "refining-default", Match: &Match{Language: "csharp"},
 			File: v("refining.strict.yml"), Variant: true,
 		}},
@@ -251,6 +256,28 @@ func TestLoadReportsEveryProblemWithItsPlace(t *testing.T) {
 			`agents/defaults/empty.yml: the file is empty; want one agent (id, name, state, prompt …)`,
 			`agents/defaults/planning.yml:3: mapping values are not allowed in this context`,
 		}},
+		{"prompt_vars", []string{
+			// A folded block does not keep the prompt's lines: the key's place.
+			`agents/defaults/implementing.yml:4:1: prompt: line 1, column 15 of the prompt: unknown variable {artifacts.plans} (did you mean {artifacts.plan}?)`,
+			// A literal block, indented more on one line and with non-ASCII text.
+			`agents/defaults/planning.yml:7:14: prompt: unknown variable {task.titel} (did you mean {task.title}?)`,
+			`agents/defaults/planning.yml:9:16: prompt: unknown variable {context.lang} (did you mean {context.language}?)`,
+			// A literal block with an indentation indicator.
+			`agents/defaults/refining.yml:6:7: prompt: {task.title}: a backlog item agent (backlog_state) has no task, so its prompt cannot use {task.…} variables`,
+			// Escapes in a double-quoted value: the key's place.
+			`agents/defaults/reviewing.yml:4:1: prompt: line 1, column 9 of the prompt: unknown variable {task.titel} (did you mean {task.title}?)`,
+			// A plain one-line value.
+			`agents/defaults/splitting.yml:4:41: prompt: unknown variable {context.lang} (did you mean {context.language}?)`,
+			`agents/defaults/splitting.yml:4:61: prompt: {task.title}: a backlog item agent (backlog_state) has no task, so its prompt cannot use {task.…} variables`,
+			// A single-quoted one-line value.
+			`agents/defaults/testing.yml:4:15: prompt: unknown variable {task.titel} (did you mean {task.title}?)`,
+			// Moving to a backlog state with a task agent's prompt; the
+			// variants that inherit a prompt and its scope (refining-strict,
+			// splitting-go) add nothing.
+			`agents/variants/splitting.planning.yml:3:1: prompt: the prompt inherited from "planning-default" uses ` +
+				`{task.titel} (testdata/prompt_vars/agents/defaults/planning.yml:7:14), {task.title} (testdata/prompt_vars/agents/defaults/planning.yml:10:17), ` +
+				`but a backlog item agent has no task: give this agent a prompt of its own`,
+		}},
 		{"no_defaults", []string{
 			`agents/defaults: the folder is missing; it holds the default agent of each state, one .yml file each`,
 		}},
@@ -272,6 +299,61 @@ func TestLoadReportsEveryProblemWithItsPlace(t *testing.T) {
 			var got []string
 			for _, p := range ps {
 				got = append(got, strings.TrimPrefix(p.String(), dir+"/"))
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("problems (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestLoadPlacesPromptProblems(t *testing.T) {
+	const head = "id: planning-default\nname: Planning\nstate: Planning\n"
+	tests := []struct {
+		name  string
+		files map[string]string // agents/… → content
+		want  []string
+	}{
+		{"CRLF line breaks", map[string]string{
+			"defaults/planning.yml": strings.ReplaceAll(head+"prompt: |\n  Hi\n  Hi {task.titel}\n", "\n", "\r\n"),
+		}, []string{`defaults/planning.yml:6:6: prompt: unknown variable {task.titel} (did you mean {task.title}?)`}},
+		{"a tab in a literal block", map[string]string{
+			"defaults/planning.yml": head + "prompt: |\n  a\tb {task.titel}\n",
+		}, []string{`defaults/planning.yml:5:7: prompt: unknown variable {task.titel} (did you mean {task.title}?)`}},
+		{"a plain value over two lines", map[string]string{
+			"defaults/planning.yml": head + "prompt: Hi\n  {task.titel}\n",
+		}, []string{`defaults/planning.yml:4:1: prompt: line 1, column 4 of the prompt: unknown variable {task.titel} (did you mean {task.title}?)`}},
+		{"a backlog item agent inheriting a folded prompt", map[string]string{
+			"defaults/planning.yml":  head + "prompt: >\n  Plan\n  {task.title}.\n",
+			"variants/splitting.yml": "id: splitting-go\nextends: planning-default\nbacklog_state: Splitting\nmatch: {language: go}\n",
+		}, []string{`variants/splitting.yml:3:1: prompt: the prompt inherited from "planning-default" uses {task.title} ` +
+			`(DIR/agents/defaults/planning.yml:4:1, line 1, column 6 of the prompt), but a backlog item agent has no task: give this agent a prompt of its own`}},
+		{"a task agent inheriting a backlog item agent's prompt", map[string]string{
+			"defaults/refining.yml": "id: refining-default\nname: Refining\nbacklog_state: Refining\nprompt: Refine {backlogItem.title}.\n",
+			"variants/planning.yml": "id: planning-go\nextends: refining-default\nstate: Planning\nmatch: {language: go}\n",
+		}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for name, content := range tt.files {
+				p := filepath.Join(dir, "agents", filepath.FromSlash(name))
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, err := Load(dir)
+			var got []string
+			var ps Problems
+			if err != nil && !errors.As(err, &ps) {
+				t.Fatalf("Load error = %v (%T), want Problems", err, err)
+			}
+			for _, p := range ps {
+				s := strings.ReplaceAll(p.String(), filepath.ToSlash(dir), "DIR")
+				got = append(got, strings.TrimPrefix(s, "DIR/agents/"))
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("problems (-want +got):\n%s", diff)

@@ -36,6 +36,10 @@ type entry struct {
 	bad   map[string]bool   // keys given with a problem already reported
 	pos   map[string]string // key → file:line:col of the key
 	where string            // file:line:col of the document
+	// prompt is the prompt's value and lines the file's lines, to place
+	// the problems of its template variables.
+	prompt *yaml.Node
+	lines  []string
 }
 
 func (e *entry) at(key string) string {
@@ -120,6 +124,7 @@ func decodeFile(file string, data []byte) (*entry, Problems) {
 			a.Description, ok = d.str(v, name)
 		case "prompt":
 			a.Prompt, ok = d.str(v, name)
+			e.prompt, e.lines = v, strings.Split(string(data), "\n")
 		case "extends":
 			a.Extends, ok = d.str(v, name)
 		case "mcp_servers":
