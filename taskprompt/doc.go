@@ -84,10 +84,13 @@
 // copied as written, so Angular, Mustache, Jinja and Handlebars examples
 // such as <h1>{{title}}</h1> reach the model unchanged. To write a
 // variable's name itself in single braces, put a backslash before it:
-// \{task.title} becomes {task.title}. The backslash is dropped only there;
-// everywhere else a backslash is text. Any other {{ and }} is text too;
-// they are not escapes, as a prompt quoting code or a template means them
-// as written.
+// \{task.title} becomes {task.title}, and a shell's ${HOME} is written
+// $\{HOME}. The backslash is dropped only there; everywhere else a
+// backslash is text (\d{2,3} stays as it is). There is no escape for the
+// backslash itself: \\{task.title} becomes \{task.title}, so a value cannot
+// follow a backslash directly. Any other {{ and }} is text too; they are
+// not escapes, as a prompt quoting code or a template means them as
+// written.
 //
 // # Errors
 //
