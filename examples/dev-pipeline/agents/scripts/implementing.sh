@@ -99,7 +99,9 @@ pause
 branch=$(git rev-parse --abbrev-ref HEAD)
 changed=$(git show --name-status --format= "$found" | sed 's/^A[ 	]*/added: /; s/^M[ 	]*/modified: /; s/^D[ 	]*/deleted: /')
 subject=$(git log -1 --format=%s "$found")
-if git cat-file -e "HEAD:$file" 2> /dev/null; then in_head="yes, in HEAD"; else in_head="NO, missing from HEAD"; fi
+# Confidence 90 when the file is in the commit; else 50, below the
+# threshold, so a person looks at it.
+if git cat-file -e "HEAD:$file" 2> /dev/null; then in_head="yes, in HEAD" confidence=90; else in_head="NO, missing from HEAD" confidence=50; fi
 dirty=$(git status --porcelain -- "$file")
 
 {
@@ -137,5 +139,5 @@ dirty=$(git status --porcelain -- "$file")
 	echo "A scripted stand-in: it writes one file and no tests. A coding agent (the"
 	echo "claude-code provider) follows the plan, writes tests first and runs them."
 	echo
-	echo "Confidence: 90"
+	echo "Confidence: $confidence"
 } > "$out"
