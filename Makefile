@@ -1,8 +1,8 @@
 # make test: everything CI runs. It installs what the tests need when it is
-# missing (a C compiler for the race detector) and then vets (for Linux,
-# macOS and Windows), builds for all three without cgo, checks the
-# formatting, runs every test with the race detector in random order, and
-# runs each fuzz target briefly.
+# missing (a C compiler for the race detector, git for the worktree tests)
+# and then vets (for Linux, macOS and Windows), builds for all three without
+# cgo, checks the formatting, runs every test with the race detector in
+# random order, and runs each fuzz target briefly.
 
 GO       ?= go
 # A count, not a duration: with a duration, Go 1.26's fuzz coordinator can
@@ -25,7 +25,8 @@ test: deps vet cross fmt-check unit test-fuzz
 test-fuzz:
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$(TEST_FUZZTIME) FUZZTIME_API=$(TEST_FUZZTIME_API)
 
-# The race detector needs cgo and a C compiler.
+# The race detector needs cgo and a C compiler; the worktree tests run git
+# (without it they are skipped, so make test would not test worktrees).
 deps:
 	@command -v gcc >/dev/null 2>&1 || { \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
@@ -33,6 +34,13 @@ deps:
 			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc libc6-dev >/dev/null; \
 		else \
 			echo "the race detector needs gcc: install it (e.g. apt-get install gcc)"; exit 1; \
+		fi; }
+	@command -v git >/dev/null 2>&1 || { \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "installing git for the worktree tests"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq git >/dev/null; \
+		else \
+			echo "the worktree tests need git: install it (e.g. apt-get install git)"; exit 1; \
 		fi; }
 
 vet:
