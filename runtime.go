@@ -45,8 +45,13 @@ type Invocation struct {
 	Prompt string
 	// PromptPath holds the same prompt as a file.
 	PromptPath string
-	// Dir is the attempt's scratch folder; the agent's working directory.
+	// Dir is the attempt's scratch folder; the agent's working directory
+	// unless WorkDir is set.
 	Dir string
+	// WorkDir, if set, is where a coding agent works instead: the git
+	// worktree of its task, or the repository it studies. Its output
+	// still goes to OutputPath.
+	WorkDir string
 	// OutputPath is where the agent writes its artifact (inside Dir).
 	OutputPath string
 	// CycleDir is the current cycle's directory (read-only for agents).

@@ -49,7 +49,9 @@ type Config struct {
 	Schedule  Schedule             `yaml:"schedule"`
 	Mailbox   Mailbox              `yaml:"mailbox"`
 	// Capsules configures the capsule store (spec 3's hand-offs).
-	Capsules         Capsules         `yaml:"capsules"`
+	Capsules Capsules `yaml:"capsules"`
+	// Backlog configures spec 5's agent pipeline: backlog items and tasks.
+	Backlog          *Backlog         `yaml:"backlog"`
 	ExecutionService ExecutionService `yaml:"execution_service"`
 	Server           Server           `yaml:"server"`
 	// Tools declares the tools agents may call (FR-102).
@@ -378,6 +380,10 @@ type Step struct {
 	Gate *Gate `yaml:"gate"`
 	// Capsule configures a capsule step.
 	Capsule *CapsuleStep `yaml:"capsule"`
+	// State is the state whose agent a state step runs (Planning …).
+	State string `yaml:"state"`
+	// Tasks configures a tasks step.
+	Tasks *TasksStep `yaml:"tasks"`
 
 	// ID is the step's key in its pipeline's steps.
 	ID string `yaml:"-"`

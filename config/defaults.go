@@ -299,8 +299,15 @@ func (c *Config) StepTimeout(s *Step) time.Duration {
 	if s.Timeout > 0 {
 		return s.Timeout.D()
 	}
-	if s.Kind == StepExecution {
+	switch s.Kind {
+	case StepExecution:
 		return c.ExecutionService.Timeout.D()
+	case StepTasks:
+		return DefaultTasksTimeout
+	case StepState:
+		if c.Backlog != nil && c.Backlog.Timeout > 0 {
+			return c.Backlog.Timeout.D()
+		}
 	}
 	if a := c.Agents[s.Agent]; a != nil {
 		return a.Timeout.D()

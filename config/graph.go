@@ -22,7 +22,7 @@ const DefaultRunID = agentrunner.RunIDSeq
 // graphStepKeys are the step keys of graphs that the learning loop's
 // pipeline: refuses: its steps run once per cycle, so it has no routes
 // and no loops; it may fan out (then) and join.
-var graphStepKeys = []string{"routes", "label", "max_visits", "on_cap", "gate", "capsule"}
+var graphStepKeys = []string{"routes", "label", "max_visits", "on_cap", "gate", "capsule", "state", "tasks"}
 
 // graphPipelineKeys are the pipeline keys of pipelines: only.
 var graphPipelineKeys = []string{"run_id", "max_concurrent_runs", "inputs_schema", "schedule", "max_duration", "document"}
@@ -323,8 +323,12 @@ func (v *validator) graphStep(pkey string, p *Pipeline, id string) {
 		v.executionStep(key, s)
 	case StepCapsule:
 		v.capsuleStep(key, s)
+	case StepState:
+		v.stateStep(key, s)
+	case StepTasks:
+		v.tasksStep(key, p, s)
 	default:
-		v.add(key+".kind", "unknown step kind %q (supported: agent, capsule, execution, gate)", s.Kind)
+		v.add(key+".kind", "unknown step kind %q (supported: agent, capsule, execution, gate, state, tasks)", s.Kind)
 	}
 	v.retries(key+".retries", s.Retries)
 	if s.OnFailure != "" && !slices.Contains(policies, s.OnFailure) {
@@ -370,6 +374,12 @@ func (v *validator) stepRoutes(key string, s *Step) {
 	}
 	if s.Capsule != nil && s.Kind != StepCapsule {
 		v.add(key+".capsule", "applies to capsule steps (kind: capsule) only")
+	}
+	if s.State != "" && s.Kind != StepState {
+		v.add(key+".state", "applies to state steps (kind: state) only")
+	}
+	if s.Tasks != nil && s.Kind != StepTasks {
+		v.add(key+".tasks", "applies to tasks steps (kind: tasks) only")
 	}
 	for i, r := range s.Routes {
 		rk := fmt.Sprintf("%s.routes[%d]", key, i)

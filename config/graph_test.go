@@ -105,7 +105,7 @@ func TestGraphFaults(t *testing.T) {
 			`testdata/graphs/step-keys/agentrunner.yaml:26:9: pipelines.p.steps.g.agent: a gate runs no agent: it waits for an operator's decision`,
 			`testdata/graphs/step-keys/agentrunner.yaml:27:16: pipelines.p.steps.g.gate.default: unknown decision "maybe" (supported: approve, reject)`,
 			`testdata/graphs/step-keys/agentrunner.yaml:27:9: pipelines.p.steps.g.gate: set timeout and default together: the decision taken for the operator when the timeout passes`,
-			`testdata/graphs/step-keys/agentrunner.yaml:29:11: pipelines.p.steps.h.kind: unknown step kind "judge" (supported: agent, capsule, execution, gate)`,
+			`testdata/graphs/step-keys/agentrunner.yaml:29:11: pipelines.p.steps.h.kind: unknown step kind "judge" (supported: agent, capsule, execution, gate, state, tasks)`,
 			`testdata/graphs/step-keys/agentrunner.yaml:29:35: pipelines.p.steps.h.on_failure: unknown policy "retry" (supported: halt, skip, fail)`,
 			`testdata/graphs/step-keys/agentrunner.yaml:30:56: pipelines.p.steps.i.on_cap.gate: step "a" is not a gate (kind: gate); use {to: a} to go to another kind of step`,
 			`testdata/graphs/step-keys/agentrunner.yaml:23:28: pipelines.p.steps.b.artifact: "c.json" is not produced by a step of the pipeline`,

@@ -53,6 +53,7 @@ func (c *Config) validate() Problems {
 		v.pipeline()
 	}
 	v.graphs()
+	v.backlog()
 	if c.Schedule.Every <= 0 {
 		v.add("schedule.every", "must be positive")
 	}

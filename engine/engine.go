@@ -31,6 +31,9 @@ import (
 	"github.com/agentrunner/agentrunner/step/agent"
 	capsulestep "github.com/agentrunner/agentrunner/step/capsule"
 	"github.com/agentrunner/agentrunner/step/execution"
+	"github.com/agentrunner/agentrunner/step/stateagent"
+	"github.com/agentrunner/agentrunner/step/tasks"
+	"github.com/agentrunner/agentrunner/worktree"
 	"github.com/agentrunner/agentrunner/step/gate"
 	"github.com/agentrunner/agentrunner/view"
 	"github.com/agentrunner/agentrunner/workspace"
@@ -189,6 +192,9 @@ func (e *Engine) kindsOn(ws *workspace.Workspace, boxes *mailbox.Mailboxes, pipe
 		agentrunner.KindGate:  &gate.Kind{Notify: ws.Config.Escalation.Webhook.URL != "", Clock: e.clock},
 		config.StepCapsule:    caps,
 	}
+	if err := e.backlogKinds(ws, agents, kinds); err != nil {
+		return nil, err
+	}
 	for _, p := range pipelines {
 		for _, st := range p.Steps {
 			if st.Kind != agentrunner.KindExecution || kinds[st.Kind] != nil {
@@ -203,6 +209,24 @@ func (e *Engine) kindsOn(ws *workspace.Workspace, boxes *mailbox.Mailboxes, pipe
 		}
 	}
 	return kinds, nil
+}
+
+// backlogKinds adds the state and tasks step kinds of spec 5's agent
+// pipeline to kinds, for a workspace with a backlog.
+func (e *Engine) backlogKinds(ws *workspace.Workspace, agents *agent.Kind, kinds map[string]agentrunner.StepKind) error {
+	if ws.Config.Backlog == nil {
+		return nil
+	}
+	states, err := stateagent.New(stateagent.Options{Workspace: ws, Agents: agents, Store: e.store})
+	if err != nil {
+		return err
+	}
+	tk, err := tasks.New(tasks.Options{Config: ws.Config, Starter: e, Store: e.store, Worktrees: worktree.Git{}})
+	if err != nil {
+		return err
+	}
+	kinds[config.StepState], kinds[config.StepTasks] = states, tk
+	return nil
 }
 
 // agentKind is the agent step kind on ws and boxes.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/backlog"
 	"github.com/agentrunner/agentrunner/internal/clip"
 )
 
@@ -159,6 +160,11 @@ type Gate struct {
 	// has a timeout.
 	TimeoutAt *time.Time `json:"timeout_at,omitempty"`
 	Default   string     `json:"default,omitempty"`
+	// Question is what a state agent asked a person, Options the answers
+	// it proposed, and Why why its output waits (spec 5's gates).
+	Question string   `json:"question,omitempty"`
+	Options  []string `json:"options,omitempty"`
+	Why      string   `json:"why,omitempty"`
 }
 
 // GateList lists the waiting gates, oldest first.
@@ -431,10 +437,40 @@ func (s *Server) handleGates(w http.ResponseWriter, r *http.Request) {
 			runs[sr.RunID] = run
 		}
 		if (pipeline == "" || run.Pipeline == pipeline) && len(out.Gates) < n {
-			out.Gates = append(out.Gates, s.gateOf(run, sr))
+			g := s.gateOf(run, sr)
+			if err := s.gateQuestion(r.Context(), &g); err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+			out.Gates = append(out.Gates, g)
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// gateQuestion adds to g what the state agent whose output waits at it
+// asked, from the newest judgement of its step.
+func (s *Server) gateQuestion(ctx context.Context, g *Gate) error {
+	evs, err := s.store.Events(ctx, agentrunner.EventFilter{CycleID: g.Run, Type: backlog.EventJudged, Newest: true, Limit: 50})
+	if err != nil {
+		return err
+	}
+	for _, ev := range evs {
+		if ev.Step != g.Step {
+			continue
+		}
+		g.Question, _ = ev.Details["question"].(string)
+		g.Why, _ = ev.Details["why"].(string)
+		if opts, ok := ev.Details["options"].([]any); ok {
+			for _, o := range opts {
+				if s, ok := o.(string); ok {
+					g.Options = append(g.Options, s)
+				}
+			}
+		}
+		return nil
+	}
+	return nil
 }
 
 // gateOf is a waiting step run as the API shows a gate.

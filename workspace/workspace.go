@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentrunner/agentrunner/agentdef"
 	"github.com/agentrunner/agentrunner/artifact"
 	"github.com/agentrunner/agentrunner/config"
 )
@@ -29,6 +30,9 @@ type Workspace struct {
 	Tools map[string]string
 	// MemoryTemplate seeds memory files; nil when no agent keeps one.
 	MemoryTemplate []byte
+	// StateAgents are spec 5's agents by state (agents/defaults and
+	// agents/variants); nil without a backlog: section.
+	StateAgents *agentdef.Set
 }
 
 // Agent is an agent's configuration with its loaded files.
@@ -111,6 +115,7 @@ func Load(cfg *config.Config) (*Workspace, error) {
 		}
 	}
 	l.deliveries(w)
+	w.StateAgents = l.stateAgents(cfg)
 	if len(l.problems) > 0 {
 		return nil, l.problems
 	}

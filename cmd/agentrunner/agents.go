@@ -2,19 +2,15 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/agentrunner/agentrunner/agentdef"
 	"github.com/agentrunner/agentrunner/config"
+	"github.com/agentrunner/agentrunner/repoctx"
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 )
@@ -63,7 +59,7 @@ The language and the framework are given by flags.`,
 			} else if err != nil {
 				return failureError(err)
 			}
-			ctx.Files, err = repoFiles(cmd.Context(), repo)
+			ctx.Files, err = repoctx.Files(cmd.Context(), repo)
 			if err != nil {
 				return failureError(err)
 			}
@@ -121,62 +117,4 @@ func printResolved(w io.Writer, a *agentdef.Agent, r agentdef.Reason) error {
 		fmt.Fprint(w, "  "+line)
 	}
 	return nil
-}
-
-// skipDirs are the folders a walk of a repository that is not a git
-// repository leaves out.
-var skipDirs = []string{".git", "node_modules", "vendor"}
-
-// repoFiles lists a repository's files, relative and slash-separated:
-// in a git repository the files git knows and the new files it does not
-// ignore, else every file found by a walk.
-func repoFiles(ctx context.Context, repo string) ([]string, error) {
-	info, err := os.Stat(repo)
-	if err != nil {
-		return nil, fmt.Errorf("repository: %w", err)
-	}
-	if !info.IsDir() {
-		return nil, fmt.Errorf("repository %s is not a folder", repo)
-	}
-	if isGitRepo(ctx, repo) {
-		out, err := exec.CommandContext(ctx, "git", "-C", repo, "ls-files", "-z", "--cached", "--others", "--exclude-standard").Output()
-		if err == nil {
-			var files []string
-			for f := range strings.SplitSeq(strings.TrimRight(string(out), "\x00"), "\x00") {
-				if f != "" {
-					files = append(files, f)
-				}
-			}
-			slices.Sort(files)
-			return slices.Compact(files), nil
-		}
-	}
-	var files []string
-	err = filepath.WalkDir(repo, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if p != repo && slices.Contains(skipDirs, d.Name()) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		rel, err := filepath.Rel(repo, p)
-		if err != nil {
-			return err
-		}
-		files = append(files, filepath.ToSlash(rel))
-		return nil
-	})
-	return files, err
-}
-
-// isGitRepo says if dir is inside a git work tree.
-func isGitRepo(ctx context.Context, dir string) bool {
-	if _, err := exec.LookPath("git"); err != nil {
-		return false
-	}
-	out, err := exec.CommandContext(ctx, "git", "-C", dir, "rev-parse", "--is-inside-work-tree").Output()
-	return err == nil && strings.TrimSpace(string(out)) == "true"
 }

@@ -26,6 +26,7 @@ func runCommands() []*cobra.Command {
 		newDecideCommand(agentrunner.DecisionApprove, "Approve a waiting gate: the run goes on along the gate's approve route"),
 		newDecideCommand(agentrunner.DecisionReject, "Reject a waiting gate: the run follows the gate's reject route, or fails"),
 		newDecideCommand(agentrunner.DecisionRoute, "Send the run of a waiting gate to a named step"),
+		newAnswerCommand(),
 		newAbortRunCommand(),
 		newResumeRunCommand(),
 	}
@@ -294,10 +295,57 @@ func newGatesCommand() *cobra.Command {
 				}
 				row(w, g.Run, g.Pipeline, g.Step, strconv.Itoa(g.Visit), fmtTime(g.OpenedAt), timeout)
 			}
-			return w.Flush()
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			printQuestions(out, list.Gates)
+			return nil
 		},
 	}
 	r.flags(cmd)
+	return cmd
+}
+
+// printQuestions prints what the state agents waiting at gates asked,
+// and how to answer.
+func printQuestions(out io.Writer, gates []arhttp.Gate) {
+	for _, g := range gates {
+		if g.Question == "" && g.Why == "" {
+			continue
+		}
+		fmt.Fprintf(out, "\n%s %s: %s\n", g.Run, g.Step, g.Why)
+		if g.Question != "" {
+			fmt.Fprintf(out, "  question: %s\n", g.Question)
+		}
+		for _, o := range g.Options {
+			fmt.Fprintf(out, "    - %s\n", o)
+		}
+		fmt.Fprintf(out, "  answer:  agentrunner answer %s %s -m \"…\"   (or approve / reject)\n", g.Run, g.Step)
+	}
+}
+
+// newAnswerCommand answers the question of a state agent waiting at a
+// gate: the step runs again with the answer in its prompt.
+func newAnswerCommand() *cobra.Command {
+	var r remote
+	var answer string
+	cmd := &cobra.Command{
+		Use:   "answer RUN STEP -m ANSWER",
+		Short: "Answer the question of an agent waiting at a gate: its step runs again with the answer in its prompt",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if strings.TrimSpace(answer) == "" {
+				return usageError(errors.New("answer needs -m ANSWER, the answer the agent is given"))
+			}
+			d := arhttp.GateDecision{Decision: agentrunner.DecisionRoute, To: args[1], Comment: answer}
+			return override(cmd, &r, "answer", func(ctx context.Context, c *arhttp.Client) (*arhttp.Command, error) {
+				return c.Decide(ctx, args[0], args[1], d)
+			})
+		},
+	}
+	cmd.Flags().StringVarP(&answer, "message", "m", "", "the answer")
+	r.flags(cmd)
+	cmd.Long = cmd.Short + ".\n\nIt is the decision to route the gate's step to itself, with the answer as its comment:\nthe next visit's prompt holds the question and the answer. `agentrunner gates` shows the questions."
 	return cmd
 }
 

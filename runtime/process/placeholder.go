@@ -13,7 +13,7 @@ import (
 // order the documentation gives them, so error messages list them the same way.
 var placeholderNames = []string{
 	"prompt_file", "output", "dir", "cycle_dir", "mailbox", "memory",
-	"template", "schema", "cycle_id", "step", "agent", "attempt", "mcp_config", "workspace",
+	"template", "schema", "cycle_id", "step", "agent", "attempt", "mcp_config", "workspace", "workdir",
 }
 
 // placeholderValue returns what a placeholder stands for in one invocation.
@@ -46,6 +46,8 @@ func placeholderValue(inv *agentrunner.Invocation, name string) string {
 		return strconv.Itoa(inv.Attempt)
 	case "mcp_config":
 		return inv.MCPConfig
+	case "workdir":
+		return WorkDir(inv)
 	case "workspace":
 		return inv.WorkspaceDir
 	}

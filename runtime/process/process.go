@@ -54,7 +54,7 @@ var invocationEnvNames = []string{
 	"AGENTRUNNER_CYCLE_DIR", "AGENTRUNNER_STEP", "AGENTRUNNER_AGENT",
 	"AGENTRUNNER_ATTEMPT", "AGENTRUNNER_ATTEMPT_DIR", "AGENTRUNNER_MAILBOX",
 	"AGENTRUNNER_MEMORY", "AGENTRUNNER_TEMPLATE", "AGENTRUNNER_SCHEMA",
-	"AGENTRUNNER_INPUTS", "AGENTRUNNER_MCP_CONFIG", "PWD",
+	"AGENTRUNNER_INPUTS", "AGENTRUNNER_MCP_CONFIG", "AGENTRUNNER_WORKDIR", "PWD",
 }
 
 // Env is what an agent gets from the runner's environment besides the base
@@ -66,7 +66,7 @@ type Config struct {
 	// Command is the argv, not a shell string. Its arguments may contain
 	// placeholders replaced per invocation: {prompt_file} {output} {dir}
 	// {cycle_dir} {mailbox} {memory} {template} {schema} {cycle_id} {step}
-	// {agent} {attempt} {mcp_config} {workspace}. Any other {name} is rejected as a likely typo; write
+	// {agent} {attempt} {mcp_config} {workspace} {workdir}. Any other {name} is rejected as a likely typo; write
 	// "{{" for a literal "{". "${" is left alone for the shell, so
 	// ["sh", "-c", "agent < ${AGENTRUNNER_PROMPT_FILE}"] works as written.
 	// A Command[0] without a slash is looked up in the runner's PATH.
@@ -163,7 +163,7 @@ func (r *Runtime) Run(ctx context.Context, inv *agentrunner.Invocation) (*agentr
 		argv[i] = tmpl.expand(inv)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = inv.Dir
+	cmd.Dir = WorkDir(inv)
 	// Never os.Environ() as a whole: it holds the runner's secrets.
 	cmd.Env = childenv.Build(os.Environ(), invocationEnv(inv), r.env, r.agents[inv.Agent])
 	cmd.SysProcAttr = sysProcAttr()
@@ -324,10 +324,20 @@ func invocationEnv(inv *agentrunner.Invocation) []string {
 		"AGENTRUNNER_SCHEMA=" + inv.SchemaPath,
 		"AGENTRUNNER_INPUTS=" + strings.Join(inputs, "\n"),
 		"AGENTRUNNER_MCP_CONFIG=" + inv.MCPConfig,
+		"AGENTRUNNER_WORKDIR=" + WorkDir(inv),
 		// The inherited PWD names the runner's folder; programs that trust
 		// PWD over getcwd must see the folder they run in.
-		"PWD=" + inv.Dir,
+		"PWD=" + WorkDir(inv),
 	}
+}
+
+// WorkDir is the folder the agent runs in: the invocation's WorkDir (a
+// task's worktree) if set, else the attempt's folder.
+func WorkDir(inv *agentrunner.Invocation) string {
+	if inv.WorkDir != "" {
+		return inv.WorkDir
+	}
+	return inv.Dir
 }
 
 // createLog creates (or empties) one of the agent's log files.

@@ -138,6 +138,37 @@ func (k *Kind) Run(ctx context.Context, a *agentrunner.StepAttempt) (*agentrunne
 	return at.res, err
 }
 
+// Assigned is an agent that a kind of its own chose for one attempt,
+// with the prompt it assembled: spec 5's state agents. The agent step
+// runs it as it runs a configured agent (its runtime, time limit, MCP
+// tools, output check and commit), but reads no mailbox, inputs or
+// template for it.
+type Assigned struct {
+	Agent *workspace.Agent
+	// Prompt is the whole prompt.
+	Prompt string
+	// WorkDir, if set, is the folder the agent works in (a task's git
+	// worktree) instead of the attempt's folder.
+	WorkDir string
+}
+
+// RunAssigned runs one attempt of a step with an assigned agent, and
+// returns the accepted artifact's bytes with the result.
+func (k *Kind) RunAssigned(ctx context.Context, a *agentrunner.StepAttempt, as Assigned) (*agentrunner.StepResult, []byte, error) {
+	at := &attempt{k: k, sa: a, res: &agentrunner.StepResult{}, assigned: &as}
+	if err := at.resolve(); err != nil {
+		return at.res, nil, err
+	}
+	if err := at.prepare(ctx); err != nil {
+		return at.res, nil, err
+	}
+	if err := at.run(ctx); err != nil {
+		return at.res, nil, err
+	}
+	data, _, err := at.accept()
+	return at.res, data, err
+}
+
 // attempt is one run of Kind.Run: what it resolved and what it produced.
 type attempt struct {
 	k     *Kind
@@ -150,6 +181,8 @@ type attempt struct {
 	// makes no file before its commit; returned is what the agent returned.
 	inMemory bool
 	returned []byte
+	// assigned, if set, is the agent and prompt another kind chose.
+	assigned *Assigned
 }
 
 // resolve finds the step's configuration and its agent.
@@ -159,6 +192,9 @@ func (at *attempt) resolve() error {
 		return agentrunner.Fail(agentrunner.ClassConfig, "step %s: an agent step's configuration is a *config.Step, not %T", at.sa.Step.ID, at.sa.Step.Config)
 	}
 	a := at.k.ws.Agents[s.Agent]
+	if at.assigned != nil {
+		a = at.assigned.Agent
+	}
 	if a == nil {
 		return agentrunner.Fail(agentrunner.ClassConfig, "step %s: agent %q is not in the workspace", s.ID, s.Agent)
 	}

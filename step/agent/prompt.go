@@ -29,11 +29,8 @@ func (at *attempt) prepare(ctx context.Context) error {
 	if err := at.attemptFolder(); err != nil {
 		return agentrunner.Fail(agentrunner.ClassInternal, "create attempt folder: %w", err)
 	}
-	inputs, err := at.inputs(ctx)
+	inputs, err := at.gather(ctx)
 	if err != nil {
-		return err
-	}
-	if err := at.checkMailbox(ctx); err != nil {
 		return err
 	}
 	at.inv = at.invocation(inputs)
@@ -48,7 +45,23 @@ func (at *attempt) prepare(ctx context.Context) error {
 		return err
 	}
 	at.inv.Prompt = prompt.Build(pc)
+	if as := at.assigned; as != nil {
+		at.inv.Prompt, at.inv.WorkDir, at.inv.MailboxPath = as.Prompt, as.WorkDir, ""
+	}
 	return at.writePrompt()
+}
+
+// gather reads the inputs of a configured agent and makes its mailbox
+// right; an assigned agent has neither, its prompt holds what it needs.
+func (at *attempt) gather(ctx context.Context) ([]agentrunner.Input, error) {
+	if at.assigned != nil {
+		return nil, nil
+	}
+	inputs, err := at.inputs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return inputs, at.checkMailbox(ctx)
 }
 
 // checkMailbox makes the agent's mailbox right before it reads it: the
