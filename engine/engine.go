@@ -31,12 +31,12 @@ import (
 	"github.com/agentrunner/agentrunner/step/agent"
 	capsulestep "github.com/agentrunner/agentrunner/step/capsule"
 	"github.com/agentrunner/agentrunner/step/execution"
+	"github.com/agentrunner/agentrunner/step/gate"
 	"github.com/agentrunner/agentrunner/step/stateagent"
 	"github.com/agentrunner/agentrunner/step/tasks"
-	"github.com/agentrunner/agentrunner/worktree"
-	"github.com/agentrunner/agentrunner/step/gate"
 	"github.com/agentrunner/agentrunner/view"
 	"github.com/agentrunner/agentrunner/workspace"
+	"github.com/agentrunner/agentrunner/worktree"
 )
 
 // ExecutionService is what the execution steps need of the Execution
