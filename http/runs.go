@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentrunner/agentrunner"
 	"github.com/agentrunner/agentrunner/backlog"
+	"github.com/agentrunner/agentrunner/config"
 	"github.com/agentrunner/agentrunner/internal/clip"
 )
 
@@ -645,7 +646,7 @@ func (s *Server) gateStep(w http.ResponseWriter, r *http.Request, run *agentrunn
 	case st == nil:
 		s.writeError(w, r, agentrunner.Errorf(agentrunner.ENOTFOUND, "pipeline %s has no step %q (steps: %s)", p.Name, clip.String(name, maxQuoted), strings.Join(slices.Sorted(maps.Keys(p.Steps)), ", ")))
 		return nil, nil
-	case st.Kind != agentrunner.KindGate:
+	case st.Kind != agentrunner.KindGate && st.Kind != config.StepState: // a state step waits when its agent asks
 		s.writeError(w, r, agentrunner.Errorf(agentrunner.ECONFLICT, "step %s of run %s is a %s step, not a gate: it takes no decision", st.ID, run.ID, st.Kind))
 		return nil, nil
 	}

@@ -52,7 +52,9 @@ func (s *Scheduler) handle(r *result) {
 	if err == nil && !r.res.Wait {
 		label, targets, err = s.route(r)
 	}
-	s.keepFiles(ch, r.rs, r.ss, r.res, err == nil && !r.res.Wait)
+	// A step that waits for a person keeps its artifact: it is what the
+	// person judges, and what the steps after an approval read.
+	s.keepFiles(ch, r.rs, r.ss, r.res, err == nil)
 	switch {
 	case err != nil:
 		s.failAttempt(ch, r.rs, r.ss, err, r.res)

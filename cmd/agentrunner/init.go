@@ -29,7 +29,10 @@ record each round) or signal-flow (spec 2's six roles routed by their SIGNAL BLO
 cycle document the runner keeps and archives; its --provider is process, the shell scripts
 and the default, openai or anthropic) or research-lead (spec 4's lead agent: it plans with a
 to-do list and runs sub-agents in parallel as child runs; its --provider is openai, the
-default, or anthropic). For crypton, --provider sets
+default, or anthropic) or dev-pipeline (spec 5's backlog items refined and split into tasks,
+each planned and implemented in its own git worktree by the agent of its state, with human
+gates; its --provider is process, the shell scripts and the default, claude-code, openai or
+anthropic). For crypton, --provider sets
 every agent's provider: mock (offline, the default), openai, anthropic, or process (the
 Claude Code CLI, with the runner's tools over MCP). --parallel writes the loop with Research
 and Analyze on parallel branches after Plan, joined by Synthesize; the analysis then reads
@@ -70,8 +73,17 @@ provider's key is set.`,
 					kind = provider
 				}
 				return initSignalFlow(cmd, args[0], force, kind)
+			case "dev-pipeline":
+				if parallel {
+					return usageError(errors.New("--parallel applies to the crypton example, the learning loop"))
+				}
+				kind := ""
+				if cmd.Flags().Changed("provider") {
+					kind = provider
+				}
+				return initDevPipeline(cmd, args[0], force, kind)
 			default:
-				return usageError(fmt.Errorf("--example %q: choose crypton, research-lead, review, review-loop or signal-flow", example))
+				return usageError(fmt.Errorf("--example %q: choose crypton, dev-pipeline, research-lead, review, review-loop or signal-flow", example))
 			}
 			if _, ok := crypton.Providers[provider]; !ok {
 				return usageError(fmt.Errorf("--provider %q: choose mock, openai, anthropic or process", provider))
@@ -97,7 +109,7 @@ provider's key is set.`,
 	}
 	cmd.Flags().BoolVar(&force, "force", false, "overwrite files that already exist")
 	cmd.Flags().StringVar(&provider, "provider", "mock", "provider of every agent: mock, openai, anthropic or process")
-	cmd.Flags().StringVar(&example, "example", "crypton", "the example: crypton, research-lead, review, review-loop or signal-flow")
+	cmd.Flags().StringVar(&example, "example", "crypton", "the example: crypton, dev-pipeline, research-lead, review, review-loop or signal-flow")
 	cmd.Flags().BoolVar(&parallel, "parallel", false, "crypton: run research and analyze in parallel after plan, joined by synthesize")
 	return cmd
 }

@@ -56,6 +56,9 @@ func usedProviders(cfg *config.Config) []string {
 			used[a.Provider] = true
 		}
 	}
+	if cfg.Backlog != nil {
+		used[cfg.BacklogProvider()] = true // the state agents'
+	}
 	return slices.Sorted(maps.Keys(used))
 }
 

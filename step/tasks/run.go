@@ -64,7 +64,7 @@ func (k *Kind) task(a *agentrunner.StepAttempt, item *backlog.Item, t agentout.T
 		Priority: item.Priority,
 		Item:     backlog.ItemRef{ID: a.Run.ID, Title: item.Title, Description: item.Description, AcceptanceCriteria: item.AcceptanceCriteria},
 		Context:  item.Context, Repo: item.Repo, BaseBranch: item.BaseBranch,
-		Branch:   worktree.BranchName("task", a.Run.ID, order, t.Title),
+		Branch:   "task/" + worktree.BranchName(a.Run.ID, order, t.Title),
 		Worktree: filepath.Join(k.opts.Config.WorktreesDir(), a.Run.ID+"-"+order),
 	}
 }
