@@ -32,6 +32,13 @@ func (l *loader) stateAgents(cfg *config.Config) *agentdef.Set {
 	for _, name := range slices.Sorted(maps.Keys(cfg.Pipelines)) {
 		l.stateSteps(set, name, cfg.Pipelines[name])
 	}
+	for _, a := range set.Agents() {
+		for _, m := range a.MCPServers {
+			if cfg.MCPServers[m] == nil {
+				l.add("backlog", "agent %s (%s) names the MCP server %q, which is not under mcp_servers:%s", a.ID, a.File, m, config.SuggestKey(m, slices.Sorted(maps.Keys(cfg.MCPServers))))
+			}
+		}
+	}
 	return set
 }
 
