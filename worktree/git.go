@@ -30,8 +30,8 @@ const waitDelay = 5 * time.Second
 
 // minMajor and minMinor are the oldest git Ensure and Remove accept:
 // 2.31 is the first whose `git worktree list --porcelain` says which
-// worktrees are locked, which is how an interrupted `git worktree add` is
-// recognised.
+// worktrees are locked (an older one would let Remove delete a worktree
+// someone locked) and whose rev-parse takes --end-of-options.
 const minMajor, minMinor = 2, 31
 
 // repoVars are the variables that tell git which repository to use
@@ -146,9 +146,7 @@ func invalid(err error, format string, args ...any) error {
 	return &agentrunner.Error{Code: agentrunner.EINVALID, Message: fmt.Sprintf(format, args...), Err: err}
 }
 
-// checkVersion refuses a git older than minMajor.minMinor, whose list
-// output would hide an interrupted add and let Ensure return half a
-// checkout.
+// checkVersion refuses a git older than minMajor.minMinor.
 func (g Git) checkVersion(ctx context.Context) error {
 	out, err := g.run(ctx, "", "version")
 	if err != nil {

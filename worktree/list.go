@@ -14,17 +14,8 @@ type entry struct {
 	main   bool // the repository's main worktree (listed first)
 	bare   bool // the main entry of a bare repository: no files, no HEAD
 	locked bool
-	reason string // why it is locked; "initializing" while git adds it
+	reason string // why it is locked
 }
-
-// initializing is the lock reason `git worktree add` writes (in the C
-// locale, which run sets) before it creates anything and removes when the
-// checkout is complete. A worktree still locked for this reason is the
-// leftover of an add that was killed halfway.
-const initializing = "initializing"
-
-// interrupted reports whether e is the leftover of a killed add.
-func (e entry) interrupted() bool { return e.locked && e.reason == initializing }
 
 // List returns the worktrees of repo, the main worktree first, as
 // `git worktree list --porcelain` gives them: Dir is cleaned and in the
@@ -74,7 +65,9 @@ func parseList(out string) []entry {
 func (e *entry) set(key, value string) {
 	switch key {
 	case "HEAD":
-		e.Head = value
+		if strings.Trim(value, "0") != "" { // all zeros: no commit yet
+			e.Head = value
+		}
 	case "branch":
 		e.Branch = strings.TrimPrefix(value, "refs/heads/")
 	case "bare":

@@ -15,23 +15,34 @@
 //     kept from an earlier worktree, is checked out as it is, commits kept.
 //   - `git worktree add` locks the worktree with the reason "initializing"
 //     until its checkout is complete. A worktree still locked so is the
-//     leftover of an add that was killed: Ensure takes it away and adds
-//     the worktree again. Its files are only git's half-done checkout.
+//     leftover of an add that was killed: every Ensure and Remove first
+//     takes all of them away (recover.go), reading git's files directly
+//     because some of these leftovers make `git worktree list` fail. Their
+//     folders hold only git's half-done checkout; a folder that holds
+//     anything else is left alone.
 //   - A worktree whose folder was deleted by hand is forgotten with
 //     `git worktree prune` and added again.
 //   - A worktree is taken away by renaming its folder aside in one step
-//     (to .removing-<name> beside it), pruning git's record of it, then
+//     (into .removing-<name> beside it), pruning git's record of it, then
 //     deleting the renamed folder. `git worktree remove` deletes file by
 //     file: killed halfway, it leaves a folder with some of the files that
 //     git may already have forgotten, which no later call could tell from
-//     someone's own files. A renamed folder left by a killed call is
-//     deleted by the next Ensure or Remove of the same folder.
+//     someone's own files. What a killed call left in .removing-<name> is
+//     deleted by the next Ensure or Remove of the same folder. Renaming
+//     also moves the folder away from a git that was killed with the
+//     runner but whose child (the checkout of an add) still writes; until
+//     that child ends, adding the worktree again can fail with git's
+//     message, and a later call succeeds.
+//   - git writes the branch under refs/heads/<branch>.lock; a kill in that
+//     instant leaves the file, and git refuses the branch while it is
+//     there. Ensure deletes it once it is ten seconds old (no running git
+//     holds it that long) and until then fails with EUNAVAILABLE.
 //
 // A folder that holds other files is never deleted or used: Ensure refuses
 // it. Calls for the same repository must not run at the same time (the
-// runner holds its workspace lock); the branch's ref is written by git
-// under a lock file, and a kill in that instant leaves the lock file for
-// an operator to remove, as git's message says.
+// runner holds its workspace lock), and nobody else may be adding a
+// worktree to it at that moment: its "initializing" lock would be taken
+// for a killed add's.
 package worktree
 
 import (
@@ -66,8 +77,8 @@ type Worktree struct {
 //
 // It refuses (EINVALID) a relative dir, an invalid branch name and a base
 // that is no commit, and (ECONFLICT) a dir that holds other files, is a
-// worktree of another branch or repository, or is locked, and a branch
-// already checked out in another worktree.
+// worktree of another branch or repository, or is a locked worktree whose
+// folder is gone, and a branch already checked out in another worktree.
 func (g Git) Ensure(ctx context.Context, repo, dir, branch, base string) (Worktree, bool, error) {
 	r, dir, err := g.prepare(ctx, repo, dir)
 	if err != nil {
@@ -76,7 +87,7 @@ func (g Git) Ensure(ctx context.Context, repo, dir, branch, base string) (Worktr
 	if err := g.checkBranch(ctx, r, branch); err != nil {
 		return Worktree{}, false, err
 	}
-	entries, err := g.tidy(ctx, r, dir, branch)
+	entries, err := g.tidy(ctx, r, dir)
 	if err != nil {
 		return Worktree{}, false, err
 	}
@@ -101,21 +112,21 @@ func (g Git) Remove(ctx context.Context, repo, dir string) error {
 	if err != nil {
 		return err
 	}
-	entries, err := g.list(ctx, r.top)
+	entries, err := g.tidy(ctx, r, dir)
 	if err != nil {
 		return err
 	}
 	e, ok := find(entries, dir)
 	if !ok {
-		return g.forget(ctx, r, dir)
+		return nil
 	}
 	if e.main {
 		return agentrunner.Errorf(agentrunner.EINVALID, "%s is the main worktree of %s and cannot be removed", dir, r.top)
 	}
-	if e.locked && !e.interrupted() {
+	if e.locked {
 		return agentrunner.Errorf(agentrunner.ECONFLICT, "worktree %s of %s is locked (%s): unlock it with git worktree unlock first", dir, r.top, e.reason)
 	}
-	return g.discard(ctx, r, e)
+	return g.discard(ctx, r, dir)
 }
 
 // prepare opens repo and checks dir: it must be absolute (a relative one
@@ -149,30 +160,17 @@ func (g Git) checkBranch(ctx context.Context, r repository, branch string) error
 	return nil
 }
 
-// tidy clears what killed calls and hand-deleted folders left: a renamed
-// folder of dir's, records of worktrees whose folder is gone, and
-// interrupted adds at dir or holding branch. It returns the worktrees
-// that remain.
-func (g Git) tidy(ctx context.Context, r repository, dir, branch string) ([]entry, error) {
-	if err := removeTrash(dir); err != nil {
-		return nil, err
+// tidy clears what killed calls and hand-deleted folders left (see
+// recover.go), then returns the worktrees that remain.
+func (g Git) tidy(ctx context.Context, r repository, dir string) ([]entry, error) {
+	removeTrash(dir)
+	if err := clearInterrupted(r); err != nil {
+		return nil, failed(err, "could not clear an interrupted git worktree add in %s", r.top)
 	}
 	if err := g.prune(ctx, r); err != nil {
 		return nil, err
 	}
-	entries, err := g.list(ctx, r.top)
-	if err != nil {
-		return nil, err
-	}
-	for _, e := range entries {
-		if e.interrupted() && (samePath(resolve(e.Dir), dir) || e.Branch == branch) {
-			if err := g.discard(ctx, r, e); err != nil {
-				return nil, err
-			}
-			return g.list(ctx, r.top)
-		}
-	}
-	return entries, nil
+	return g.list(ctx, r.top)
 }
 
 // find returns the worktree at dir.
@@ -186,14 +184,15 @@ func find(entries []entry, dir string) (entry, bool) {
 }
 
 // existing checks that the worktree already at dir is the one asked for.
-// Its folder exists: tidy pruned those whose folder is gone, except
-// locked ones, which git keeps.
+// A locked one is used as it is (a lock keeps git from pruning it, not
+// anyone from working in it) unless its folder is gone: tidy pruned the
+// others whose folder is gone, but git keeps locked ones.
 func existing(r repository, e entry, branch string) (Worktree, error) {
 	switch {
 	case e.main:
 		return Worktree{}, agentrunner.Errorf(agentrunner.EINVALID, "%s is the main worktree of %s, not a folder for a task's worktree", e.Dir, r.top)
-	case e.locked:
-		return Worktree{}, agentrunner.Errorf(agentrunner.ECONFLICT, "worktree %s of %s is locked (%s): unlock it with git worktree unlock first", e.Dir, r.top, e.reason)
+	case e.locked && !isDir(e.Dir):
+		return Worktree{}, agentrunner.Errorf(agentrunner.ECONFLICT, "worktree %s of %s is missing but locked (%s): unlock it with git worktree unlock first", e.Dir, r.top, e.reason)
 	case e.Branch != branch:
 		return Worktree{}, agentrunner.Errorf(agentrunner.ECONFLICT, "%s is already a worktree of %s on %s, not on branch %s", e.Dir, r.top, describe(e), branch)
 	}
@@ -218,6 +217,9 @@ func (g Git) add(ctx context.Context, r repository, entries []entry, dir, branch
 		}
 	}
 	if err := g.checkFree(ctx, r, dir); err != nil {
+		return err
+	}
+	if err := clearStaleLock(r, branch); err != nil {
 		return err
 	}
 	if err := g.ensureBranch(ctx, r, branch, base); err != nil {
@@ -264,6 +266,12 @@ func (g Git) checkFree(ctx context.Context, r repository, dir string) error {
 		return agentrunner.Errorf(agentrunner.ECONFLICT, "%s belongs to another repository (%s), so it cannot become a worktree of %s", dir, other, r.top)
 	}
 	return agentrunner.Errorf(agentrunner.ECONFLICT, "%s holds files and is not a worktree of %s: refusing to use it (nothing was deleted)", dir, r.top)
+}
+
+// isDir reports whether path is a folder.
+func isDir(path string) bool {
+	info, err := os.Stat(path)
+	return err == nil && info.IsDir()
 }
 
 // isEmpty reports whether the folder dir has no entries.
@@ -339,47 +347,16 @@ func (g Git) prune(ctx context.Context, r repository) error {
 	return nil
 }
 
-// discard takes worktree e away so that a kill at any point leaves a state
-// the next call finishes: the folder is renamed aside in one step, then
-// the lock (an interrupted add's) is lifted and git's record pruned, then
-// the renamed folder is deleted.
-func (g Git) discard(ctx context.Context, r repository, e entry) error {
-	dir := resolve(e.Dir)
-	if err := removeTrash(dir); err != nil {
-		return err
-	}
-	if err := os.Rename(dir, trash(dir)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+// discard takes the worktree at dir away so that a kill at any point
+// leaves a state the next call finishes: the folder is renamed aside in
+// one step, git's record of it pruned, then the renamed folder deleted.
+func (g Git) discard(ctx context.Context, r repository, dir string) error {
+	if err := moveAside(dir); err != nil {
 		return failed(err, "could not move worktree %s of %s aside to remove it", dir, r.top)
 	}
-	if e.locked {
-		if _, err := g.run(ctx, r.top, "worktree", "unlock", dir); err != nil {
-			return failed(err, "could not unlock worktree %s of %s", dir, r.top)
-		}
-	}
-	return g.forget(ctx, r, dir)
-}
-
-// forget prunes git's record of a worktree whose folder is gone and
-// deletes the folder a discard renamed aside.
-func (g Git) forget(ctx context.Context, r repository, dir string) error {
 	if err := g.prune(ctx, r); err != nil {
 		return err
 	}
-	return removeTrash(dir)
-}
-
-// trash is where discard moves dir: beside it, so the rename stays on one
-// file system, under a name that is no branch's (git refuses a name
-// component starting with a dot).
-func trash(dir string) string {
-	return filepath.Join(filepath.Dir(dir), ".removing-"+filepath.Base(dir))
-}
-
-// removeTrash deletes what a discard of dir moved aside and did not get to
-// delete.
-func removeTrash(dir string) error {
-	if err := os.RemoveAll(trash(dir)); err != nil {
-		return failed(err, "could not delete %s, the rest of removed worktree %s", trash(dir), dir)
-	}
+	removeTrash(dir)
 	return nil
 }

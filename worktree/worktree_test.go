@@ -5,12 +5,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -167,6 +169,19 @@ func TestEnsureAgainReturnsTheSameWorktree(t *testing.T) {
 	f.wantOne(again)
 }
 
+// A lock keeps git from pruning a worktree, not anyone from using it.
+func TestEnsureUsesLockedWorktree(t *testing.T) {
+	t.Parallel()
+	f := newRepo(t)
+	dir := f.dir("task")
+	first, _ := f.ensure(dir, "task", "main")
+	f.git(f.repo, "worktree", "lock", "--reason", "kept for review", dir)
+	again, created := f.ensure(dir, "task", "main")
+	if created || again != first {
+		t.Errorf("Ensure of a locked worktree = %+v, created %v; want %+v", again, created, first)
+	}
+}
+
 func TestEnsureInEmptyFolder(t *testing.T) {
 	t.Parallel()
 	f := newRepo(t)
@@ -236,27 +251,192 @@ func TestEnsureRepairsDeletedFolder(t *testing.T) {
 	f.wantOne(wt)
 }
 
-// A kill during `git worktree add` leaves the worktree locked as
-// "initializing" with half its files.
-func TestEnsureRedoesInterruptedAdd(t *testing.T) {
+// The states a kill during `git worktree add` can leave, made from a
+// complete worktree: it stays locked as "initializing" while git writes
+// its record (gitdir, the folder's .git file, commondir, HEAD) and then
+// checks the files out. A write cut short leaves an empty file; an empty
+// commondir makes `git worktree list` fail for the whole repository.
+var interruptedAdds = []struct {
+	name string
+	// kill turns the worktree at dir, whose record is admin, into what a
+	// kill leaves.
+	kill func(f *fixture, dir, admin string)
+}{
+	{"during the checkout", func(f *fixture, dir, admin string) {
+		mustRemove(f.t, filepath.Join(dir, "a.txt"))
+	}},
+	{"before HEAD", func(f *fixture, dir, admin string) {
+		mustWrite(f.t, filepath.Join(admin, "HEAD"), "")
+		emptyFolder(f.t, dir, true)
+	}},
+	{"while writing commondir", func(f *fixture, dir, admin string) {
+		mustWrite(f.t, filepath.Join(admin, "commondir"), "")
+		emptyFolder(f.t, dir, true)
+	}},
+	{"while writing the .git file", func(f *fixture, dir, admin string) {
+		mustRemove(f.t, filepath.Join(admin, "commondir"))
+		emptyFolder(f.t, dir, false)
+		mustWrite(f.t, filepath.Join(dir, ".git"), "")
+	}},
+	{"before the .git file", func(f *fixture, dir, admin string) {
+		mustRemove(f.t, filepath.Join(admin, "commondir"))
+		emptyFolder(f.t, dir, false)
+	}},
+	{"while writing gitdir", func(f *fixture, dir, admin string) {
+		mustWrite(f.t, filepath.Join(admin, "gitdir"), "")
+		emptyFolder(f.t, dir, false)
+	}},
+	{"and the folder was deleted", func(f *fixture, dir, admin string) {
+		mustRemove(f.t, dir)
+	}},
+}
+
+// interrupt makes a worktree at dir on branch and turns it into what a kill
+// during its add leaves.
+func (f *fixture) interrupt(dir, branch string, kill func(f *fixture, dir, admin string)) {
+	f.t.Helper()
+	f.ensure(dir, branch, "main")
+	admin := readPath(filepath.Join(dir, ".git"), dir)
+	f.git(f.repo, "worktree", "lock", "--reason", initializing, dir)
+	kill(f, dir, admin)
+}
+
+func TestEnsureAfterInterruptedAdd(t *testing.T) {
+	t.Parallel()
+	for _, tt := range interruptedAdds {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newRepo(t)
+			dir := f.dir("task")
+			f.interrupt(dir, "task", tt.kill)
+			wt, created := f.ensure(dir, "task", "main")
+			if !created || wt.Head != f.first {
+				t.Errorf("Ensure = %+v, created %v; want it added again at %s", wt, created, f.first)
+			}
+			wantFile(t, filepath.Join(dir, "a.txt"), "a\n")
+			f.wantOne(wt)
+		})
+	}
+}
+
+// An interrupted add of another task must not stop this one, nor stay.
+func TestEnsureClearsOtherInterruptedAdds(t *testing.T) {
+	t.Parallel()
+	for _, tt := range interruptedAdds {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newRepo(t)
+			other := f.dir("other")
+			f.interrupt(other, "other", tt.kill)
+			wt, _ := f.ensure(f.dir("task"), "task", "main")
+			f.wantOne(wt)
+			wantNoFiles(t, other)
+			if _, err := os.Stat(trash(other)); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the folder of the interrupted add was moved to %s and not deleted: %v", trash(other), err)
+			}
+		})
+	}
+}
+
+func TestRemoveAfterInterruptedAdd(t *testing.T) {
+	t.Parallel()
+	for _, tt := range interruptedAdds {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newRepo(t)
+			dir := f.dir("task")
+			f.interrupt(dir, "task", tt.kill)
+			if err := f.g.Remove(t.Context(), f.repo, dir); err != nil {
+				t.Fatal(err)
+			}
+			if n := len(f.worktrees()); n != 1 {
+				t.Errorf("git lists %d worktrees after Remove, want 1", n)
+			}
+			wantNoFiles(t, dir)
+		})
+	}
+}
+
+// wantNoFiles checks that the folder of an interrupted add is gone, or
+// empty when the add was killed before it recorded the folder (nothing
+// then tells it from any other empty folder).
+func wantNoFiles(t *testing.T, dir string) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) || len(entries) > 0 {
+		t.Errorf("the folder of the interrupted add %s is still there: %v, %d entries", dir, err, len(entries))
+	}
+}
+
+// A folder of an interrupted add that someone has put files in since is
+// not deleted: only git's record of it goes.
+func TestInterruptedAddKeepsForeignFiles(t *testing.T) {
 	t.Parallel()
 	f := newRepo(t)
 	dir := f.dir("task")
-	f.ensure(dir, "task", "main")
-	f.git(f.repo, "worktree", "lock", "--reason", initializing, dir)
-	if err := os.Remove(filepath.Join(dir, "a.txt")); err != nil {
-		t.Fatal(err)
-	}
-	wt, created := f.ensure(dir, "task", "main")
-	if !created || wt.Head != f.first {
-		t.Errorf("Ensure after an interrupted add = %+v, created %v; want it added again", wt, created)
-	}
-	wantFile(t, filepath.Join(dir, "a.txt"), "a\n")
+	f.interrupt(dir, "task", func(f *fixture, dir, admin string) {
+		mustRemove(f.t, filepath.Join(dir, ".git"))
+		mustWrite(f.t, filepath.Join(dir, "notes.txt"), "mine")
+	})
+	wt, _ := f.ensure(f.dir("other"), "other", "main")
 	f.wantOne(wt)
+	wantFile(t, filepath.Join(dir, "notes.txt"), "mine")
+	_, _, err := f.g.Ensure(t.Context(), f.repo, dir, "task", "main")
+	wantError(t, err, agentrunner.ECONFLICT, resolve(dir), "holds files")
 }
 
-// A kill during Remove, after the folder was renamed aside: both Ensure
-// and Remove finish the job.
+// mustRemove deletes a file or a folder.
+func mustRemove(t *testing.T, path string) {
+	t.Helper()
+	if err := os.RemoveAll(path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// emptyFolder deletes what dir holds, its .git file too unless keepGit.
+func emptyFolder(t *testing.T, dir string, keepGit bool) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if !keepGit || e.Name() != ".git" {
+			mustRemove(t, filepath.Join(dir, e.Name()))
+		}
+	}
+}
+
+// A branch lock file left by a killed git is deleted once it is old; a
+// young one may be a running git's and makes Ensure ask to try again.
+func TestEnsureBranchLock(t *testing.T) {
+	t.Parallel()
+	for _, existing := range []bool{false, true} {
+		t.Run(fmt.Sprintf("branch exists %v", existing), func(t *testing.T) {
+			t.Parallel()
+			f := newRepo(t)
+			if existing {
+				f.git(f.repo, "branch", "task", "main")
+			}
+			lock := filepath.Join(f.repo, ".git", "refs", "heads", "task.lock")
+			mustWrite(t, lock, "")
+			_, _, err := f.g.Ensure(t.Context(), f.repo, f.dir("task"), "task", "main")
+			wantError(t, err, agentrunner.EUNAVAILABLE, "branch task", lock)
+			old := time.Now().Add(-time.Hour)
+			if err := os.Chtimes(lock, old, old); err != nil {
+				t.Fatal(err)
+			}
+			wt, _ := f.ensure(f.dir("task"), "task", "main")
+			f.wantOne(wt)
+			if _, err := os.Stat(lock); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the stale lock %s is still there: %v", lock, err)
+			}
+		})
+	}
+}
+
+// A kill during Remove, after the folder was renamed aside (next to what
+// an earlier kill left there): both Ensure and Remove finish the job.
 func TestKilledRemove(t *testing.T) {
 	t.Parallel()
 	for _, then := range []string{"ensure", "remove"} {
@@ -266,7 +446,8 @@ func TestKilledRemove(t *testing.T) {
 			dir := f.dir("task")
 			f.ensure(dir, "task", "main")
 			made := f.commit(dir, "b.txt", "b\n")
-			if err := os.Rename(dir, trash(dir)); err != nil {
+			mustWrite(t, filepath.Join(trash(dir), "earlier", "x.txt"), "left by an earlier kill")
+			if err := moveAside(dir); err != nil {
 				t.Fatal(err)
 			}
 			if then == "ensure" {
@@ -330,11 +511,12 @@ func TestEnsureRefuses(t *testing.T) {
 		{"branch of the main worktree", func(f *fixture) (string, string, []string) {
 			return f.dir("task"), "main", []string{"branch main", resolve(f.repo)}
 		}, agentrunner.ECONFLICT},
-		{"locked worktree", func(f *fixture) (string, string, []string) {
+		{"locked worktree whose folder is gone", func(f *fixture) (string, string, []string) {
 			dir := f.dir("task")
 			f.ensure(dir, "task", "main")
-			f.git(f.repo, "worktree", "lock", "--reason", "kept for review", dir)
-			return dir, "task", []string{resolve(dir), "kept for review"}
+			f.git(f.repo, "worktree", "lock", "--reason", "on a removable disk", dir)
+			mustRemove(f.t, dir)
+			return dir, "task", []string{resolve(dir), "on a removable disk"}
 		}, agentrunner.ECONFLICT},
 		{"main worktree", func(f *fixture) (string, string, []string) {
 			return f.repo, "main", []string{"main worktree"}
@@ -548,9 +730,9 @@ func TestParseList(t *testing.T) {
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(entry{})); diff != "" {
 		t.Errorf("parseList (-want +got):\n%s", diff)
 	}
-	bare := parseList("worktree /srv/r.git\nbare\n\n")
-	if len(bare) != 1 || !bare[0].bare || !bare[0].main {
-		t.Errorf("parseList of a bare repository = %+v", bare)
+	bare := parseList("worktree /srv/r.git\nbare\n\nworktree /w/new\nHEAD " + strings.Repeat("0", 40) + "\nbranch refs/heads/new\n\n")
+	if len(bare) != 2 || !bare[0].bare || !bare[0].main || bare[1].Head != "" || bare[1].Branch != "new" {
+		t.Errorf("parseList of a bare repository and a branch without commits = %+v", bare)
 	}
 }
 
