@@ -578,6 +578,7 @@ func (s *Server) startRun(r *http.Request, p *agentrunner.Pipeline, inputs map[s
 	defer cancel()
 	result, err := s.opts.Runs.Await(ctx, cmd.ID)
 	if err != nil {
+		// Not yet: the command is durable and the scheduler will start it.
 		return nil, cmd, nil
 	}
 	run, err := s.startedRun(r.Context(), p, cmd, result)
