@@ -99,7 +99,7 @@ type Filter struct {
 
 // Items lists the backlog's items, newest first.
 func (v Views) Items(ctx context.Context, f Filter) ([]*ItemView, error) {
-	b, err := v.backlog()
+	b, err := v.Backlog()
 	if err != nil {
 		return nil, err
 	}
@@ -120,11 +120,14 @@ func (v Views) Items(ctx context.Context, f Filter) ([]*ItemView, error) {
 
 // Item returns one item with its tasks, or ENOTFOUND.
 func (v Views) Item(ctx context.Context, id string) (*ItemView, error) {
-	b, err := v.backlog()
+	b, err := v.Backlog()
 	if err != nil {
 		return nil, err
 	}
 	r, err := v.Store.Run(ctx, id)
+	if agentrunner.ErrorCode(err) == agentrunner.ENOTFOUND {
+		return nil, agentrunner.Errorf(agentrunner.ENOTFOUND, "no backlog item %s", id)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -144,7 +147,7 @@ func (v Views) Item(ctx context.Context, id string) (*ItemView, error) {
 
 // Tasks lists tasks, newest first: one item's, or every item's.
 func (v Views) Tasks(ctx context.Context, f Filter) ([]*TaskView, error) {
-	if _, err := v.backlog(); err != nil {
+	if _, err := v.Backlog(); err != nil {
 		return nil, err
 	}
 	rf := agentrunner.RunFilter{Parent: f.Item, Status: f.Status}
@@ -173,10 +176,13 @@ func (v Views) Tasks(ctx context.Context, f Filter) ([]*TaskView, error) {
 
 // Task returns one task, or ENOTFOUND.
 func (v Views) Task(ctx context.Context, id string) (*TaskView, error) {
-	if _, err := v.backlog(); err != nil {
+	if _, err := v.Backlog(); err != nil {
 		return nil, err
 	}
 	r, err := v.Store.Run(ctx, id)
+	if agentrunner.ErrorCode(err) == agentrunner.ENOTFOUND {
+		return nil, agentrunner.Errorf(agentrunner.ENOTFOUND, "no task %s", id)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -186,7 +192,10 @@ func (v Views) Task(ctx context.Context, id string) (*TaskView, error) {
 	return v.taskView(ctx, r)
 }
 
-func (v Views) backlog() (*config.Backlog, error) {
+// Backlog returns the workspace's backlog: section, or ENOTFOUND saying
+// how to add one, so that every caller refuses a workspace without one
+// in the same words.
+func (v Views) Backlog() (*config.Backlog, error) {
 	if v.Config.Backlog == nil {
 		return nil, agentrunner.Errorf(agentrunner.ENOTFOUND, "the workspace has no backlog: add backlog: {pipeline: NAME} to agentrunner.yaml (see the dev-pipeline example)")
 	}

@@ -222,16 +222,26 @@ func (s *Server) viewRun(run *agentrunner.Run) Run {
 // runQuery reads the filters of GET /api/runs.
 func runQuery(r *http.Request) (agentrunner.RunFilter, error) {
 	q := r.URL.Query()
-	f := agentrunner.RunFilter{Pipeline: q.Get("pipeline"), Status: agentrunner.RunStatus(q.Get("status")), Before: q.Get("before")}
-	if f.Status != "" && !slices.Contains(runStatuses, f.Status) {
-		return f, agentrunner.Errorf(agentrunner.EINVALID, "query parameter status: want queued, running, halted, completed, failed or aborted, got %q", clip.String(string(f.Status), maxQuoted))
+	f := agentrunner.RunFilter{Pipeline: q.Get("pipeline"), Before: q.Get("before")}
+	var err error
+	if f.Status, err = statusQuery(q.Get("status")); err != nil {
+		return f, err
 	}
 	if f.Before != "" && !runIDPattern.MatchString(f.Before) {
 		return f, agentrunner.Errorf(agentrunner.EINVALID, "query parameter before: want a run id, got %q", clip.String(f.Before, maxQuoted))
 	}
-	var err error
 	f.Limit, err = limit(r)
 	return f, err
+}
+
+// statusQuery reads the query parameter status of a list of runs: empty
+// or a run status.
+func statusQuery(v string) (agentrunner.RunStatus, error) {
+	status := agentrunner.RunStatus(v)
+	if status != "" && !slices.Contains(runStatuses, status) {
+		return "", agentrunner.Errorf(agentrunner.EINVALID, "query parameter status: want queued, running, halted, completed, failed or aborted, got %q", clip.String(v, maxQuoted))
+	}
+	return status, nil
 }
 
 // handleRuns lists runs, newest first, by pipeline and status.
@@ -530,22 +540,39 @@ func (s *Server) handleStartRun(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &body, true) {
 		return
 	}
-	if err := s.checkInputs(p, body.Inputs); err != nil {
+	run, cmd, err := s.startRun(r, p, body.Inputs)
+	switch {
+	case err != nil:
 		s.writeError(w, r, err)
-		return
+	case run == nil:
+		writeJSON(w, http.StatusAccepted, StartedRun{Command: ptr(commandOf(cmd))})
+	default:
+		w.Header().Set("Location", "/api/runs/"+url.PathEscape(run.ID))
+		writeJSON(w, http.StatusCreated, StartedRun{Run: ptr(s.viewRun(run)), CommandID: cmd.ID})
+	}
+}
+
+// startRun starts a run of p with inputs the way every start does, so
+// each is checked, attributed and audited alike: the inputs are checked
+// against p's schema, a run.start command is stored and the scheduler is
+// given a while to start it. It returns the run once the scheduler
+// started (or queued) it; a nil run with the command when there is no
+// scheduler or it did not answer in time (the command is durable and the
+// run still starts); ECONFLICT when the scheduler refused the run.
+func (s *Server) startRun(r *http.Request, p *agentrunner.Pipeline, inputs map[string]any) (*agentrunner.Run, *agentrunner.Command, error) {
+	if err := s.checkInputs(p, inputs); err != nil {
+		return nil, nil, err
 	}
 	args := map[string]any{"pipeline": p.Name}
-	if len(body.Inputs) > 0 {
-		args["inputs"] = body.Inputs
+	if len(inputs) > 0 {
+		args["inputs"] = inputs
 	}
 	cmd, err := s.addCommand(r, agentrunner.CommandStartRun, "", args)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, nil, err
 	}
 	if s.opts.Runs == nil {
-		writeJSON(w, http.StatusAccepted, StartedRun{Command: ptr(commandOf(cmd))})
-		return
+		return nil, cmd, nil
 	}
 	s.opts.Runs.Wake()
 	ctx, cancel := context.WithTimeout(r.Context(), s.startWait())
@@ -553,27 +580,20 @@ func (s *Server) handleStartRun(w http.ResponseWriter, r *http.Request) {
 	result, err := s.opts.Runs.Await(ctx, cmd.ID)
 	if err != nil {
 		// Not yet: the command is durable and the scheduler will start it.
-		writeJSON(w, http.StatusAccepted, StartedRun{Command: ptr(commandOf(cmd))})
-		return
+		return nil, cmd, nil
 	}
-	s.answerStarted(w, r, p, cmd, result)
+	run, err := s.startedRun(r.Context(), p, cmd, result)
+	return run, cmd, err
 }
 
-// answerStarted answers a start the scheduler consumed: 201 with the run,
-// or 409 with the scheduler's reason.
-func (s *Server) answerStarted(w http.ResponseWriter, r *http.Request, p *agentrunner.Pipeline, cmd *agentrunner.Command, result string) {
+// startedRun reads the run a start command the scheduler consumed
+// started, or answers ECONFLICT with the scheduler's reason.
+func (s *Server) startedRun(ctx context.Context, p *agentrunner.Pipeline, cmd *agentrunner.Command, result string) (*agentrunner.Run, error) {
 	id, ok := strings.CutPrefix(result, startedPrefix)
 	if !ok {
-		s.writeError(w, r, agentrunner.Errorf(agentrunner.ECONFLICT, "pipeline %s: the run was not started (command %d): %s", p.Name, cmd.ID, result))
-		return
+		return nil, agentrunner.Errorf(agentrunner.ECONFLICT, "pipeline %s: the run was not started (command %d): %s", p.Name, cmd.ID, result)
 	}
-	run, err := s.store.Run(r.Context(), id)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	w.Header().Set("Location", "/api/runs/"+url.PathEscape(run.ID))
-	writeJSON(w, http.StatusCreated, StartedRun{Run: ptr(s.viewRun(run)), CommandID: cmd.ID})
+	return s.store.Run(ctx, id)
 }
 
 func ptr[T any](v T) *T { return &v }
