@@ -39,7 +39,12 @@ name and final version.
 --example research-lead runs one run of spec 4's lead agent and three sub-agents, on a
 scripted model that speaks the OpenAI wire format on loopback: it prints the lead's
 to-do list as it changes, each sub-agent's start and end with its tokens and tool
-calls, and the answer's path.`,
+calls, and the answer's path.
+
+--example dev-pipeline runs spec 5's agent pipeline on the example's scripts: it makes a
+small git repository, serves the workspace on loopback, adds a backlog item with the CLI,
+answers the question a planning agent asks at its gate with the CLI, and prints each state
+as it changes until both tasks are implemented, each on its own branch.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
@@ -60,8 +65,13 @@ calls, and the answer's path.`,
 					dir = "review-loop-demo"
 				}
 				return demoReviewLoop(cmd, dir)
+			case "dev-pipeline":
+				if !cmd.Flags().Changed("dir") {
+					dir = "dev-pipeline-demo"
+				}
+				return demoDevPipeline(cmd, dir)
 			default:
-				return usageError(fmt.Errorf("--example %q: choose crypton, research-lead, review-loop or signal-flow", example))
+				return usageError(fmt.Errorf("--example %q: choose crypton, dev-pipeline, research-lead, review-loop or signal-flow", example))
 			}
 			if _, err := writeExample(dir, true, "mock"); err != nil {
 				return err
@@ -113,7 +123,7 @@ calls, and the answer's path.`,
 		},
 	}
 	cmd.Flags().StringVar(&dir, "dir", "agentrunner-demo", "directory to write the demo workspace into (signal-flow-demo, review-loop-demo, research-lead-demo for those examples)")
-	cmd.Flags().StringVar(&example, "example", "crypton", "the example to run a cycle of: crypton, research-lead, review-loop or signal-flow")
+	cmd.Flags().StringVar(&example, "example", "crypton", "the example to run a cycle of: crypton, dev-pipeline, research-lead, review-loop or signal-flow")
 	return cmd
 }
 
