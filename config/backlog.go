@@ -176,6 +176,7 @@ func (v *validator) stateStep(key string, s *Step) {
 	if s.Artifact != "" || s.Validity != (Validity{}) || len(s.Deliver) > 0 {
 		v.add(key, "artifact, validity and deliver apply to other steps: a state step's artifact is its agent's output.type")
 	}
+	v.gateSettings(key, s.Gate)
 }
 
 // tasksStep checks a tasks step.

@@ -15,6 +15,7 @@ func TestBacklogSteps(t *testing.T) {
 	}{
 		{"backlog-steps", []string{
 			`:14:7: pipelines.items.steps.refine.state: is required: the state whose agent the step runs (Planning, Implementing …)`,
+			`:14:42: pipelines.items.steps.refine.gate: set timeout and default together: the decision taken for the operator when the timeout passes`,
 			`:15:46: pipelines.items.steps.split.agent: a state step runs the agent of its state, chosen from agents/defaults and agents/variants: remove agent:`,
 			`:17:45: pipelines.items.steps.stray.tasks: applies to tasks steps (kind: tasks) only`,
 			`:16:35: pipelines.items.steps.work.tasks.pipeline: pipeline "taks" is not under pipelines: (did you mean "task"?)`,

@@ -355,7 +355,12 @@ func (v *validator) gateStep(key string, s *Step) {
 	if s.Artifact != "" || s.Validity != (Validity{}) || len(s.Deliver) > 0 {
 		v.add(key, "a gate produces no artifact: artifact, validity and deliver apply to other steps")
 	}
-	g := s.Gate
+	v.gateSettings(key, s.Gate)
+}
+
+// gateSettings checks the settings of a gate: a gate step's, or a state
+// step's, whose output may wait at one.
+func (v *validator) gateSettings(key string, g *Gate) {
 	if g == nil {
 		return
 	}
@@ -369,8 +374,8 @@ func (v *validator) gateStep(key string, s *Step) {
 
 // stepRoutes checks each route's form; where routes lead is the graph's.
 func (v *validator) stepRoutes(key string, s *Step) {
-	if s.Gate != nil && s.Kind != StepGate {
-		v.add(key+".gate", "applies to gate steps (kind: gate) only")
+	if s.Gate != nil && s.Kind != StepGate && s.Kind != StepState {
+		v.add(key+".gate", "applies to gate steps (kind: gate) and state steps (kind: state) only")
 	}
 	if s.Capsule != nil && s.Kind != StepCapsule {
 		v.add(key+".capsule", "applies to capsule steps (kind: capsule) only")
