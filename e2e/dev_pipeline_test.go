@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -206,9 +207,30 @@ func TestDevPipelineImplementsEachTaskInItsOwnWorktree(t *testing.T) {
 	if wts := git(t, d.repo, "worktree", "list"); strings.Count(wts, "\n") != 0 {
 		t.Errorf("worktrees left:\n%s", wts)
 	}
+	checkJudged(t, store, g.Run)
 	plan := artifactOf(t, store, tasks[1], "planning", "plan.md")
 	if !strings.Contains(plan, "Add a separate module") || !strings.Contains(plan, "Confidence: 90") {
 		t.Errorf("task 2's plan does not follow the answer:\n%s", plan)
+	}
+}
+
+// checkJudged wants the planning of the task that asked to have been
+// judged twice: 40% confident, below Planning's threshold of 70, and
+// asking, so it waited; then, with the answer, confident and on its way.
+func checkJudged(t *testing.T, store *sqlite.Store, run string) {
+	t.Helper()
+	evs, err := store.Events(context.Background(), agentrunner.EventFilter{CycleID: run, Type: backlog.EventJudged})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, ev := range evs {
+		if ev.Step == "planning" {
+			got = append(got, fmt.Sprintf("confidence %v gate %v", ev.Details["confidence"], ev.Details["gate"]))
+		}
+	}
+	if want := []string{"confidence 40 gate true", "confidence 90 gate false"}; !slices.Equal(got, want) {
+		t.Errorf("the planning of %s was judged %q, want %q", run, got, want)
 	}
 }
 
