@@ -152,19 +152,8 @@ func newBacklogListCommand() *cobra.Command {
 			if err := validLimit(cmd, f.Limit); err != nil {
 				return err
 			}
-			c, err := r.client(cmd)
-			if err != nil {
-				return err
-			}
-			list, err := call(cmd, c, func(ctx context.Context) (*arhttp.BacklogList, error) { return c.Backlog(ctx, f) })
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			if r.asJSON {
-				return printJSON(out, list)
-			}
-			return printBacklog(out, list.Items)
+			return fetchAndPrint(cmd, &r, func(ctx context.Context, c *arhttp.Client) (*arhttp.BacklogList, error) { return c.Backlog(ctx, f) },
+				func(out io.Writer, list *arhttp.BacklogList) error { return printBacklog(out, list.Items) })
 		},
 	}
 	cmd.Flags().StringVar(&f.Status, "status", "", "only items whose run has this status: queued, running, halted, completed, failed, aborted")
@@ -193,19 +182,9 @@ func newBacklogShowCommand() *cobra.Command {
 		Short: "Show one backlog item with its tasks in execution order",
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := r.client(cmd)
-			if err != nil {
-				return err
-			}
-			it, err := call(cmd, c, func(ctx context.Context) (*backlog.ItemView, error) { return c.BacklogItem(ctx, args[0]) })
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			if r.asJSON {
-				return printJSON(out, it)
-			}
-			return printItem(out, it)
+			return fetchAndPrint(cmd, &r, func(ctx context.Context, c *arhttp.Client) (*backlog.ItemView, error) {
+				return c.BacklogItem(ctx, args[0])
+			}, printItem)
 		},
 	}
 	r.flags(cmd)
@@ -279,19 +258,8 @@ func newTasksListCommand() *cobra.Command {
 			if err := validLimit(cmd, f.Limit); err != nil {
 				return err
 			}
-			c, err := r.client(cmd)
-			if err != nil {
-				return err
-			}
-			list, err := call(cmd, c, func(ctx context.Context) (*arhttp.TaskList, error) { return c.Tasks(ctx, f) })
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			if r.asJSON {
-				return printJSON(out, list)
-			}
-			return printTasks(out, list.Tasks)
+			return fetchAndPrint(cmd, &r, func(ctx context.Context, c *arhttp.Client) (*arhttp.TaskList, error) { return c.Tasks(ctx, f) },
+				func(out io.Writer, list *arhttp.TaskList) error { return printTasks(out, list.Tasks) })
 		},
 	}
 	cmd.Flags().StringVar(&f.Item, "item", "", "only the tasks of this backlog item")
@@ -321,20 +289,8 @@ func newTasksShowCommand() *cobra.Command {
 		Short: "Show one task of a backlog item: its item, order, branch, worktree and state",
 		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := r.client(cmd)
-			if err != nil {
-				return err
-			}
-			t, err := call(cmd, c, func(ctx context.Context) (*backlog.TaskView, error) { return c.Task(ctx, args[0]) })
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			if r.asJSON {
-				return printJSON(out, t)
-			}
-			printTask(out, t)
-			return nil
+			return fetchAndPrint(cmd, &r, func(ctx context.Context, c *arhttp.Client) (*backlog.TaskView, error) { return c.Task(ctx, args[0]) },
+				func(out io.Writer, t *backlog.TaskView) error { printTask(out, t); return nil })
 		},
 	}
 	r.flags(cmd)
@@ -351,4 +307,21 @@ func printTask(out io.Writer, t *backlog.TaskView) {
 	printProgress(out, t.Progress)
 	printText(out, "description", t.Description)
 	fmt.Fprintf(out, "\nits step runs and prompts: agentrunner run-status %s\n", t.ID)
+}
+
+// fetchAndPrint is the body of a client command that reads one thing:
+// it asks the server, then prints the answer as JSON (--json) or as text.
+func fetchAndPrint[T any](cmd *cobra.Command, r *remote, fetch func(context.Context, *arhttp.Client) (T, error), text func(io.Writer, T) error) error {
+	c, err := r.client(cmd)
+	if err != nil {
+		return err
+	}
+	v, err := call(cmd, c, func(ctx context.Context) (T, error) { return fetch(ctx, c) })
+	if err != nil {
+		return err
+	}
+	if r.asJSON {
+		return printJSON(cmd.OutOrStdout(), v)
+	}
+	return text(cmd.OutOrStdout(), v)
 }
