@@ -735,6 +735,13 @@ const sqlUnfinishedRun = `status = 'queued' OR status = 'running' OR status = 'h
 // of any status walk runs_unfinished, named, so they come in id order
 // from the runs in flight alone (SQLite would rather read each status
 // of runs_status, or every run of the pipeline, and sort).
+//
+// The status and the limit are bound as +?: SQLite looks at the value
+// bound to a plain ? when a partial index might serve it (the status) or
+// when it sizes the plan (the limit), and then prepares the statement
+// again at each run, which costs several times the query. The unary plus
+// hides the value from the planner and leaves the indexes to use as
+// they were (runs_status, runs_pipeline_status).
 func runsQuery(f agentrunner.RunFilter) (string, []any) {
 	q := `SELECT ` + runColumns + ` FROM runs WHERE 1 = 1`
 	if f.Unfinished && f.Status == "" {
@@ -746,7 +753,7 @@ func runsQuery(f agentrunner.RunFilter) (string, []any) {
 		args = append(args, f.Pipeline)
 	}
 	if f.Status != "" {
-		q += ` AND status = ?`
+		q += ` AND status = +?`
 		args = append(args, string(f.Status))
 	}
 	if f.Parent != "" {
@@ -767,7 +774,7 @@ func runsQuery(f agentrunner.RunFilter) (string, []any) {
 	}
 	q += ` ORDER BY id DESC`
 	if f.Limit > 0 {
-		q += ` LIMIT ?`
+		q += ` LIMIT +?`
 		args = append(args, f.Limit)
 	}
 	return q, args
