@@ -371,7 +371,7 @@ func (w *writer) change(ctx context.Context, ch *agentrunner.Change) (err error)
 		for i, e := range ch.Events {
 			details := []byte("{}")
 			if len(e.Details) > 0 {
-				if details, err = json.Marshal(e.Details); err != nil {
+				if details, err = encodeDetails(e.Details); err != nil {
 					return fmt.Errorf("event %s details: %w", e.Type, err)
 				}
 			}
