@@ -127,6 +127,15 @@ type writer struct {
 	mu    sync.Mutex
 	conn  *sql.Conn
 	stmts map[string]*sql.Stmt
+	// multi holds the text of each multi-row statement execRows made, by
+	// its query and its numbers of rows and columns.
+	multi map[multiKey]string
+}
+
+// multiKey names a multi-row statement: its query, rows and columns.
+type multiKey struct {
+	query      string
+	rows, cols int
 }
 
 // exec runs a statement on the write connection; the caller holds mu.
@@ -165,7 +174,6 @@ const maxRows = 64
 // statement get consecutive rowids.
 func (w *writer) execRows(ctx context.Context, query string, rows [][]any) ([]int64, error) {
 	ids := make([]int64, 0, len(rows))
-	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(rows[0])), ", ") + ")"
 	for len(rows) > 0 {
 		chunk := rows[:min(len(rows), maxRows)]
 		rows = rows[len(chunk):]
@@ -173,8 +181,7 @@ func (w *writer) execRows(ctx context.Context, query string, rows [][]any) ([]in
 		for _, r := range chunk {
 			args = append(args, r...)
 		}
-		values := strings.TrimSuffix(strings.Repeat(row+", ", len(chunk)), ", ")
-		res, err := w.exec(ctx, fmt.Sprintf(query, values), args...)
+		res, err := w.exec(ctx, w.multiRow(query, len(chunk), len(chunk[0])), args...)
 		if err != nil {
 			return nil, err
 		}
@@ -187,6 +194,22 @@ func (w *writer) execRows(ctx context.Context, query string, rows [][]any) ([]in
 		}
 	}
 	return ids, nil
+}
+
+// multiRow is query with the VALUES of rows rows of cols columns where
+// its %s is, made once; the caller holds mu.
+func (w *writer) multiRow(query string, rows, cols int) string {
+	k := multiKey{query, rows, cols}
+	if q, ok := w.multi[k]; ok {
+		return q
+	}
+	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", cols), ", ") + ")"
+	q := fmt.Sprintf(query, strings.TrimSuffix(strings.Repeat(row+", ", rows), ", "))
+	if w.multi == nil {
+		w.multi = map[multiKey]string{}
+	}
+	w.multi[k] = q
+	return q
 }
 
 // Apply commits a change in one IMMEDIATE transaction.
