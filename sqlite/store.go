@@ -90,6 +90,14 @@ const (
 			input_tokens = excluded.input_tokens, output_tokens = excluded.output_tokens,
 			cached_tokens = excluded.cached_tokens, turns = excluded.turns, tool_calls = excluded.tool_calls,
 			retry_base = excluded.retry_base, visit = excluded.visit`
+	// sqlCloseGuarded writes an attempt that an attempt guard names, only
+	// while it is running in the store: the guard's check and the write
+	// in one statement. It sets what the upsert's DO UPDATE sets.
+	sqlCloseGuarded = `
+		UPDATE attempts SET status = ?, error_class = ?, error = ?, not_before = ?, started_at = ?,
+			ended_at = ?, exit_code = ?, output_path = ?, dir = ?, input_tokens = ?, output_tokens = ?,
+			cached_tokens = ?, turns = ?, tool_calls = ?, retry_base = ?, visit = ?
+		WHERE cycle_id = ? AND step = ? AND number = ? AND status = 'running'`
 	sqlInsertEvents = `
 		INSERT INTO events (timestamp, event_type, agent, step, cycle_id, level, details)
 		VALUES %s`
@@ -119,6 +127,15 @@ type writer struct {
 	mu    sync.Mutex
 	conn  *sql.Conn
 	stmts map[string]*sql.Stmt
+	// multi holds the text of each multi-row statement execRows made, by
+	// its query and its numbers of rows and columns.
+	multi map[multiKey]string
+}
+
+// multiKey names a multi-row statement: its query, rows and columns.
+type multiKey struct {
+	query      string
+	rows, cols int
 }
 
 // exec runs a statement on the write connection; the caller holds mu.
@@ -157,7 +174,6 @@ const maxRows = 64
 // statement get consecutive rowids.
 func (w *writer) execRows(ctx context.Context, query string, rows [][]any) ([]int64, error) {
 	ids := make([]int64, 0, len(rows))
-	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(rows[0])), ", ") + ")"
 	for len(rows) > 0 {
 		chunk := rows[:min(len(rows), maxRows)]
 		rows = rows[len(chunk):]
@@ -165,8 +181,7 @@ func (w *writer) execRows(ctx context.Context, query string, rows [][]any) ([]in
 		for _, r := range chunk {
 			args = append(args, r...)
 		}
-		values := strings.TrimSuffix(strings.Repeat(row+", ", len(chunk)), ", ")
-		res, err := w.exec(ctx, fmt.Sprintf(query, values), args...)
+		res, err := w.exec(ctx, w.multiRow(query, len(chunk), len(chunk[0])), args...)
 		if err != nil {
 			return nil, err
 		}
@@ -179,6 +194,22 @@ func (w *writer) execRows(ctx context.Context, query string, rows [][]any) ([]in
 		}
 	}
 	return ids, nil
+}
+
+// multiRow is query with the VALUES of rows rows of cols columns where
+// its %s is, made once; the caller holds mu.
+func (w *writer) multiRow(query string, rows, cols int) string {
+	k := multiKey{query, rows, cols}
+	if q, ok := w.multi[k]; ok {
+		return q
+	}
+	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", cols), ", ") + ")"
+	q := fmt.Sprintf(query, strings.TrimSuffix(strings.Repeat(row+", ", rows), ", "))
+	if w.multi == nil {
+		w.multi = map[multiKey]string{}
+	}
+	w.multi[k] = q
+	return q
 }
 
 // Apply commits a change in one IMMEDIATE transaction.
@@ -332,7 +363,8 @@ func (w *writer) change(ctx context.Context, ch *agentrunner.Change) (err error)
 			return err
 		}
 	}
-	if err := w.attemptGuards(ctx, ch.Guards); err != nil {
+	attempts, err := w.attemptGuards(ctx, ch.Guards, ch.Attempts)
+	if err != nil {
 		return err
 	}
 	if c := ch.Cycle; c != nil && !cycleDone {
@@ -348,20 +380,13 @@ func (w *writer) change(ctx context.Context, ch *agentrunner.Change) (err error)
 	if err := w.upsertStepRuns(ctx, ch.StepRuns); err != nil {
 		return err
 	}
-	if len(ch.Attempts) > 0 {
-		rows := make([][]any, len(ch.Attempts))
-		for i, a := range ch.Attempts {
-			var exit any
-			if a.ExitCode != nil {
-				exit = *a.ExitCode
-			}
-			u := a.Usage
-			rows[i] = []any{a.CycleID, a.Step, a.Number, a.Agent, string(a.Status), string(a.ErrorClass), a.Error,
-				encodeTime(a.NotBefore), encodeTime(a.StartedAt), encodeTime(a.EndedAt), exit, a.OutputPath, a.Dir,
-				u.InputTokens, u.OutputTokens, u.CachedTokens, u.Turns, u.ToolCalls, a.RetryBase, max(a.Visit, 1)}
+	if len(attempts) > 0 {
+		rows := make([][]any, len(attempts))
+		for i, a := range attempts {
+			rows[i] = append([]any{a.CycleID, a.Step, a.Number, a.Agent}, attemptValues(a)...)
 		}
 		if _, err = w.execRows(ctx, sqlUpsertAttempts, rows); err != nil {
-			return translate(err, fmt.Sprintf("attempts of run %s", ch.Attempts[0].CycleID), "")
+			return translate(err, fmt.Sprintf("attempts of run %s", attempts[0].CycleID), "")
 		}
 	}
 	if len(ch.Events) > 0 {
@@ -369,7 +394,7 @@ func (w *writer) change(ctx context.Context, ch *agentrunner.Change) (err error)
 		for i, e := range ch.Events {
 			details := []byte("{}")
 			if len(e.Details) > 0 {
-				if details, err = json.Marshal(e.Details); err != nil {
+				if details, err = encodeDetails(e.Details); err != nil {
 					return fmt.Errorf("event %s details: %w", e.Type, err)
 				}
 			}
@@ -450,22 +475,77 @@ func (w *writer) guard(ctx context.Context, ch *agentrunner.Change) error {
 }
 
 // attemptGuards refuses the change unless every attempt its guards name
-// is running in the store; the caller holds mu.
-func (w *writer) attemptGuards(ctx context.Context, gs []agentrunner.AttemptGuard) error {
-	for _, g := range gs {
-		var status string
-		err := w.queryRow(ctx, sqlAttemptStatus, []any{g.RunID, g.Step, g.Number}, &status)
-		if errors.Is(err, sql.ErrNoRows) {
-			return agentrunner.Errorf(agentrunner.ECONFLICT, "run %s, step %s: attempt %d is not in the store: the change was not applied", g.RunID, g.Step, g.Number)
+// is running in the store; the caller holds mu. It returns the attempts
+// left for the change to write. A guarded attempt the change writes (the
+// attempt whose outcome it commits) is written here, by one UPDATE that
+// is also the guard's check, and left out; any other guard is checked by
+// reading the attempt's status.
+func (w *writer) attemptGuards(ctx context.Context, gs []agentrunner.AttemptGuard, attempts []*agentrunner.Attempt) ([]*agentrunner.Attempt, error) {
+	for k, g := range gs {
+		if slices.Contains(gs[:k], g) {
+			continue // checked, and maybe written, above
 		}
+		last := -1 // the change's last row of the guarded attempt: the one that stands
+		for i, a := range attempts {
+			if a.CycleID == g.RunID && a.Step == g.Step && a.Number == g.Number {
+				last = i
+			}
+		}
+		if last < 0 {
+			if err := w.attemptRunning(ctx, g); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		res, err := w.exec(ctx, sqlCloseGuarded, append(attemptValues(attempts[last]), g.RunID, g.Step, g.Number)...)
 		if err != nil {
-			return translate(err, "read the status of an attempt", "")
+			return nil, translate(err, fmt.Sprintf("attempts of run %s", g.RunID), "")
 		}
-		if agentrunner.AttemptStatus(status) != agentrunner.AttemptRunning {
-			return agentrunner.Errorf(agentrunner.ECONFLICT, "run %s, step %s: attempt %d is %s in the store, not running: the change was not applied", g.RunID, g.Step, g.Number, status)
+		if n, _ := res.RowsAffected(); n != 1 {
+			if err := w.attemptRunning(ctx, g); err != nil {
+				return nil, err
+			}
+			return nil, agentrunner.Errorf(agentrunner.ECONFLICT, "run %s, step %s: attempt %d is not running in the store: the change was not applied", g.RunID, g.Step, g.Number)
 		}
+		rest := make([]*agentrunner.Attempt, 0, len(attempts)-1)
+		for _, a := range attempts {
+			if a.CycleID != g.RunID || a.Step != g.Step || a.Number != g.Number {
+				rest = append(rest, a)
+			}
+		}
+		attempts = rest
+	}
+	return attempts, nil
+}
+
+// attemptRunning refuses the change unless the attempt g names is running
+// in the store; the caller holds mu.
+func (w *writer) attemptRunning(ctx context.Context, g agentrunner.AttemptGuard) error {
+	var status string
+	err := w.queryRow(ctx, sqlAttemptStatus, []any{g.RunID, g.Step, g.Number}, &status)
+	if errors.Is(err, sql.ErrNoRows) {
+		return agentrunner.Errorf(agentrunner.ECONFLICT, "run %s, step %s: attempt %d is not in the store: the change was not applied", g.RunID, g.Step, g.Number)
+	}
+	if err != nil {
+		return translate(err, "read the status of an attempt", "")
+	}
+	if agentrunner.AttemptStatus(status) != agentrunner.AttemptRunning {
+		return agentrunner.Errorf(agentrunner.ECONFLICT, "run %s, step %s: attempt %d is %s in the store, not running: the change was not applied", g.RunID, g.Step, g.Number, status)
 	}
 	return nil
+}
+
+// attemptValues are an attempt's columns from status to visit, in the
+// order of sqlUpsertAttempts and sqlCloseGuarded.
+func attemptValues(a *agentrunner.Attempt) []any {
+	var exit any
+	if a.ExitCode != nil {
+		exit = *a.ExitCode
+	}
+	u := a.Usage
+	return []any{string(a.Status), string(a.ErrorClass), a.Error,
+		encodeTime(a.NotBefore), encodeTime(a.StartedAt), encodeTime(a.EndedAt), exit, a.OutputPath, a.Dir,
+		u.InputTokens, u.OutputTokens, u.CachedTokens, u.Turns, u.ToolCalls, a.RetryBase, max(a.Visit, 1)}
 }
 
 // upsertRun inserts or updates a run; the caller holds mu.
@@ -735,6 +815,13 @@ const sqlUnfinishedRun = `status = 'queued' OR status = 'running' OR status = 'h
 // of any status walk runs_unfinished, named, so they come in id order
 // from the runs in flight alone (SQLite would rather read each status
 // of runs_status, or every run of the pipeline, and sort).
+//
+// The status and the limit are bound as +?: SQLite looks at the value
+// bound to a plain ? when a partial index might serve it (the status) or
+// when it sizes the plan (the limit), and then prepares the statement
+// again at each run, which costs several times the query. The unary plus
+// hides the value from the planner and leaves the indexes to use as
+// they were (runs_status, runs_pipeline_status).
 func runsQuery(f agentrunner.RunFilter) (string, []any) {
 	q := `SELECT ` + runColumns + ` FROM runs WHERE 1 = 1`
 	if f.Unfinished && f.Status == "" {
@@ -746,7 +833,7 @@ func runsQuery(f agentrunner.RunFilter) (string, []any) {
 		args = append(args, f.Pipeline)
 	}
 	if f.Status != "" {
-		q += ` AND status = ?`
+		q += ` AND status = +?`
 		args = append(args, string(f.Status))
 	}
 	if f.Parent != "" {
@@ -767,7 +854,7 @@ func runsQuery(f agentrunner.RunFilter) (string, []any) {
 	}
 	q += ` ORDER BY id DESC`
 	if f.Limit > 0 {
-		q += ` LIMIT ?`
+		q += ` LIMIT +?`
 		args = append(args, f.Limit)
 	}
 	return q, args
