@@ -11,7 +11,8 @@ import (
 	"github.com/agentrunner/agentrunner/scheduler"
 )
 
-// quietStore counts the scheduler's store calls in flight, so a test
+// quietStore counts the scheduler's store calls in flight (every call
+// the scheduler times for Stalled), so a test
 // moves its fake clock only while the loop waits: a call in flight across
 // the jump would take that long.
 type quietStore struct {
@@ -36,6 +37,36 @@ func (q *quietStore) PendingCommands(ctx context.Context) ([]*agentrunner.Comman
 	q.calls.Add(1)
 	defer q.done()
 	return q.Store.PendingCommands(ctx)
+}
+
+func (q *quietStore) Run(ctx context.Context, id string) (*agentrunner.Run, error) {
+	q.calls.Add(1)
+	defer q.done()
+	return q.Store.Run(ctx, id)
+}
+
+func (q *quietStore) Runs(ctx context.Context, f agentrunner.RunFilter) ([]*agentrunner.Run, error) {
+	q.calls.Add(1)
+	defer q.done()
+	return q.Store.Runs(ctx, f)
+}
+
+func (q *quietStore) StepRuns(ctx context.Context, f agentrunner.StepRunFilter) ([]*agentrunner.StepRun, error) {
+	q.calls.Add(1)
+	defer q.done()
+	return q.Store.StepRuns(ctx, f)
+}
+
+func (q *quietStore) Attempts(ctx context.Context, runID string) ([]*agentrunner.Attempt, error) {
+	q.calls.Add(1)
+	defer q.done()
+	return q.Store.Attempts(ctx, runID)
+}
+
+func (q *quietStore) Control(ctx context.Context) (*agentrunner.Control, error) {
+	q.calls.Add(1)
+	defer q.done()
+	return q.Store.Control(ctx)
 }
 
 func (q *quietStore) done() {
