@@ -90,7 +90,9 @@ func TestResolverOrder(t *testing.T) {
 	env := map[string]string{"A": "from-env", "A_FILE": keyFile, "B_FILE": keyFile, "D_FILE": filepath.Join(dir, "none")}
 	r, err := New(Options{
 		LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
-		Load:      func() (map[string]string, error) { return map[string]string{"A": "stored", "B": "stored", "C": "stored"}, nil },
+		Load: func() (map[string]string, error) {
+			return map[string]string{"A": "stored", "B": "stored", "C": "stored"}, nil
+		},
 	})
 	if err != nil {
 		t.Fatal(err)

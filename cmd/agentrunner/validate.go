@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentrunner/agentrunner"
 	"github.com/agentrunner/agentrunner/config"
+	"github.com/agentrunner/agentrunner/secrets"
 	"github.com/agentrunner/agentrunner/toolbox"
 	"github.com/agentrunner/agentrunner/workspace"
 	"github.com/spf13/cobra"
@@ -40,11 +41,16 @@ template and JSON Schema, and reports every problem it finds. Exit status 1 if a
 			} else if err != nil {
 				return failureError(err)
 			}
-			keys, kp := providerKeys(cfg, os.LookupEnv)
+			res, err := secrets.ForConfig(cfg, os.LookupEnv)
+			if err != nil {
+				problems = append(problems, problem(cfg, "secrets", err))
+				res = secrets.Env()
+			}
+			keys, kp := providerKeys(cfg, res.Lookup)
 			problems = append(problems, kp...)
-			_, rp := buildRuntimes(cfg, nil, agentrunner.SystemClock{}, keys, nil)
+			_, rp := buildRuntimes(cfg, nil, agentrunner.SystemClock{}, keys, res.Lookup, nil)
 			problems = append(problems, rp...)
-			es, err := buildExec(cfg, os.LookupEnv)
+			es, err := buildExec(cfg, res.Lookup)
 			if err != nil {
 				var ep config.Problems
 				if !errors.As(err, &ep) {
@@ -52,7 +58,7 @@ template and JSON Schema, and reports every problem it finds. Exit status 1 if a
 				}
 				problems = append(problems, ep...)
 			}
-			deps := toolbox.Deps{LookupEnv: os.LookupEnv, Now: time.Now}
+			deps := toolbox.Deps{LookupEnv: res.Lookup, Now: time.Now}
 			if es != nil {
 				deps.Account = es
 			}
