@@ -12,8 +12,8 @@ import (
 
 	"github.com/agentrunner/agentrunner"
 	"github.com/agentrunner/agentrunner/config"
-	"github.com/agentrunner/agentrunner/secrets"
 	"github.com/agentrunner/agentrunner/engine"
+	"github.com/agentrunner/agentrunner/secrets"
 	"github.com/agentrunner/agentrunner/tool"
 	"github.com/agentrunner/agentrunner/toolbox"
 	"github.com/spf13/cobra"
