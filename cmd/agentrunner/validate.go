@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"time"
@@ -19,11 +21,19 @@ import (
 
 func newValidateCommand() *cobra.Command {
 	var path string
+	var online bool
 	cmd := &cobra.Command{
 		Use:   "validate",
 		Short: "Check the configuration and every file it names; report every problem",
 		Long: `validate loads the configuration, every agent identity file, tools.md, every output
-template and JSON Schema, and reports every problem it finds. Exit status 1 if any.`,
+template and JSON Schema, and reports every problem it finds. Exit status 1 if any.
+
+It also reports what would fail at run time: a process agent's program that is not
+found, a server.listen other machines reach without server.auth, and an AGENTRUNNER_*
+variable that sets no key (with the closest one). It makes no network request unless
+--online is given: then it checks each provider's and tool's key in use with one cheap
+authenticated request (listing the models, a one-result search); a key refused with
+401 or 403 is reported as a bad key.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := loadConfig(path)
@@ -72,6 +82,10 @@ template and JSON Schema, and reports every problem it finds. Exit status 1 if a
 			} else {
 				box.Close()
 			}
+			problems = append(problems, runTimeProblems(cfg, os.Environ(), exec.LookPath)...)
+			if online {
+				problems = append(problems, onlineProblems(cmd.Context(), cfg, res.Lookup, &http.Client{})...)
+			}
 			if len(problems) > 0 {
 				// The loader checks a broken graph again; say each thing once.
 				var once config.Problems
@@ -98,5 +112,6 @@ template and JSON Schema, and reports every problem it finds. Exit status 1 if a
 		},
 	}
 	configFlag(cmd, &path)
+	cmd.Flags().BoolVar(&online, "online", false, "also check each provider and tool key with one authenticated request")
 	return cmd
 }
