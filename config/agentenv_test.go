@@ -147,11 +147,11 @@ func TestIsOverride(t *testing.T) {
 		"AGENTRUNNER_TEST_SECRET":                     false,
 		"AGENTRUNNER_SERVER":                          false, // a section, not a key
 		"AGENTRUNNER_AGENTS_RESEARCH":                 false,
-		"AGENTRUNNER_PROVIDERS_CLI_ENV_SET":           false, // a map of values
+		"AGENTRUNNER_PROVIDERS_CLI_ENV_SET":           true, // a map of values, in YAML
 		"AGENTRUNNER_PROVIDERS_CLI_ENV_SET_X":         false,
 		"AGENTRUNNER_AGENTS__PROVIDER":                false,
-		"AGENTRUNNER_TOOLS_X_PARAMETERS":              false,
-		"AGENTRUNNER_SERVER_AUTH_API_KEYS":            false,
+		"AGENTRUNNER_TOOLS_X_PARAMETERS":              true, // a JSON Schema, in YAML or JSON
+		"AGENTRUNNER_SERVER_AUTH_API_KEYS":            true, // a list of sections, in YAML or JSON
 		"OPENAI_API_KEY":                              false,
 		"AGENTRUNNER_PROMPT_FILE":                     false,
 		"AGENTRUNNER_EXECUTION_SERVICE_URL_AND_TOKEN": false,

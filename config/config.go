@@ -65,6 +65,8 @@ type Config struct {
 	Scheduler Scheduler `yaml:"scheduler"`
 	Events    Events    `yaml:"events"`
 	Health    Health    `yaml:"health"`
+	// Secrets is the age-encrypted file of secrets (FR-100).
+	Secrets Secrets `yaml:"secrets"`
 
 	// Path is the file the configuration was read from.
 	Path string `yaml:"-"`
@@ -683,6 +685,19 @@ type Health struct {
 	// MaxEngineLag is how far past its deadline the engine's current
 	// operation may be before the runner is not ready.
 	MaxEngineLag Duration `yaml:"max_engine_lag"`
+}
+
+// Secrets says where the encrypted secrets file is and what decrypts it.
+// A variable the configuration names (api_key_env …) is looked up in the
+// environment, then in the file a NAME_FILE variable names, then here.
+type Secrets struct {
+	// File is the age-encrypted secrets file; default secrets.age beside
+	// the configuration. A file that does not exist holds no secrets.
+	File string `yaml:"file"`
+	// IdentityFile holds the age identity that decrypts File, read when
+	// AGENTRUNNER_AGE_IDENTITY (or AGENTRUNNER_AGE_IDENTITY_FILE) is not
+	// set.
+	IdentityFile string `yaml:"identity_file"`
 }
 
 // Load reads, decodes, overrides from the environment, fills in defaults and

@@ -50,6 +50,7 @@ const (
 	DefaultMaxBodyBytes     = 1 << 20
 	DefaultEventRetention   = 30 * 24 * time.Hour
 	DefaultMinFreeDiskMiB   = 1024
+	DefaultSecretsFile      = "secrets.age"
 	DefaultMaxEngineLag     = time.Minute
 	// DefaultMaxArtifactBytes bounds an agent's output: far above any
 	// useful artifact, far below what would strain the runner's memory.
@@ -201,6 +202,7 @@ func (c *Config) WithDefaults() {
 	orDefault(c, "events.retention", &c.Events.Retention, Duration(DefaultEventRetention))
 	orDefault(c, "health.min_free_disk_mib", &c.Health.MinFreeDiskMiB, DefaultMinFreeDiskMiB)
 	orDefault(c, "health.max_engine_lag", &c.Health.MaxEngineLag, Duration(DefaultMaxEngineLag))
+	orDefault(c, "secrets.file", &c.Secrets.File, DefaultSecretsFile)
 	for i := range c.Server.Auth.APIKeys {
 		orDefault(c, fmt.Sprintf("server.auth.api_keys[%d].role", i), &c.Server.Auth.APIKeys[i].Role, RoleViewer)
 	}

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // EnvPrefix starts every environment override: AGENTRUNNER_<SECTION>_<KEY>
@@ -31,18 +33,17 @@ func envName(prefix, key string) string {
 	return b.String()
 }
 
-// applyEnv overrides scalar keys of v from the environment. Keys of maps
-// (agents, steps, providers) are reached through the entries the file
-// defines. It reports whether any variable applied.
+// applyEnv overrides keys of v from the environment. Sections (structs)
+// are gone into key by key, and so are the entries of maps of sections
+// (agents, steps, providers), through the entries the file defines; every
+// other key is set from its one variable (setEnv). It reports whether any
+// variable applied.
 func (d *decoder) applyEnv(v reflect.Value, prefix, path string, lookup func(string) (string, bool)) bool {
-	if v.Type() == durationType {
-		return d.envScalar(v, prefix, path, lookup)
+	if !walked(v.Type()) {
+		return d.envValue(v, prefix, path, lookup)
 	}
 	switch v.Kind() {
 	case reflect.Pointer:
-		if v.Type().Elem().Kind() != reflect.Struct {
-			return d.envScalar(v, prefix, path, lookup)
-		}
 		elem := reflect.New(v.Type().Elem())
 		if !v.IsNil() {
 			elem = v
@@ -65,38 +66,92 @@ func (d *decoder) applyEnv(v reflect.Value, prefix, path string, lookup func(str
 			}
 		}
 		return applied
-	case reflect.Map:
-		applied := false
-		for _, k := range v.MapKeys() {
-			elem := v.MapIndex(k)
-			if elem.Kind() != reflect.Pointer {
-				continue // maps of scalars (env of a process) are not overridden one by one
-			}
-			if d.applyEnv(elem, envName(prefix, k.String()), join(path, k.String()), lookup) {
-				applied = true
-			}
-		}
-		return applied
-	case reflect.Slice:
-		if k := v.Type().Elem(); k.Kind() != reflect.String && k != durationType {
-			return false
+	}
+	applied := false
+	for _, k := range v.MapKeys() {
+		if d.applyEnv(v.MapIndex(k), envName(prefix, k.String()), join(path, k.String()), lookup) {
+			applied = true
 		}
 	}
-	return d.envScalar(v, prefix, path, lookup)
+	return applied
 }
 
-func (d *decoder) envScalar(v reflect.Value, name, path string, lookup func(string) (string, bool)) bool {
+// walked reports whether applyEnv goes into a value of type t key by key
+// rather than setting it from one variable: sections (structs, but the
+// types decoded whole: Duration, OnCap), pointers to them, and maps of
+// named sections.
+func walked(t reflect.Type) bool {
+	switch {
+	case t == durationType || t == onCapType:
+		return false
+	case t.Kind() == reflect.Struct:
+		return true
+	case t.Kind() == reflect.Pointer:
+		return t.Elem().Kind() == reflect.Struct && walked(t.Elem())
+	case t.Kind() == reflect.Map:
+		return t.Elem().Kind() == reflect.Pointer && walked(t.Elem())
+	}
+	return false
+}
+
+// plain reports whether a value of type t is written in a variable as
+// it is (a string, a number, a duration, true or false), or as a
+// comma-separated list of such values. Other keys (lists of sections,
+// maps, JSON Schemas, on_cap) take YAML, of which JSON is a part.
+func plain(t reflect.Type) bool {
+	if t == durationType {
+		return true
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		return plain(t.Elem())
+	case reflect.String, reflect.Int, reflect.Int64, reflect.Float64, reflect.Bool:
+		return true
+	case reflect.Slice:
+		return t != jsonType && t.Elem().Kind() != reflect.Slice && t.Elem().Kind() != reflect.Pointer && plain(t.Elem())
+	}
+	return false
+}
+
+// envValue sets one key from its variable, when it is set.
+func (d *decoder) envValue(v reflect.Value, name, path string, lookup func(string) (string, bool)) bool {
 	raw, ok := lookup(name)
 	if !ok {
 		return false
 	}
 	where := "environment variable " + name
-	fail := func(format string, args ...any) bool {
-		d.problems = append(d.problems, Problem{Where: where, Key: path, Message: fmt.Sprintf(format, args...)})
-		return false
+	if !plain(v.Type()) {
+		return d.envYAML(v, raw, where, path)
 	}
 	if err := setScalar(v, raw); err != nil {
-		return fail("%v", err)
+		d.problems = append(d.problems, Problem{Where: where, Key: path, Message: err.Error()})
+		return false
+	}
+	d.lines[path] = where
+	return true
+}
+
+// envYAML sets a key whose value is not plain from YAML (or JSON) in a
+// variable, decoded as strictly as the file, with its problems located
+// at the variable.
+func (d *decoder) envYAML(v reflect.Value, raw, where, path string) bool {
+	var doc yaml.Node
+	if err := yaml.Unmarshal([]byte(raw), &doc); err != nil || len(doc.Content) == 0 {
+		d.problems = append(d.problems, Problem{Where: where, Key: path, Message: "want a YAML or JSON value, e.g. [{...}] or {key: value}"})
+		return false
+	}
+	sub := &decoder{file: where, lines: map[string]string{}, toolKeys: d.toolKeys}
+	fresh := reflect.New(v.Type()).Elem()
+	sub.decode(doc.Content[0], fresh, path)
+	for _, p := range sub.problems {
+		d.problems = append(d.problems, Problem{Where: where, Key: p.Key, Message: p.Message})
+	}
+	if len(sub.problems) > 0 {
+		return false
+	}
+	v.Set(fresh)
+	for k := range sub.lines {
+		d.lines[k] = where
 	}
 	d.lines[path] = where
 	return true
@@ -199,7 +254,7 @@ func overridable(t reflect.Type, rest string) bool {
 			}
 		}
 	case reflect.Map:
-		if t.Elem().Kind() != reflect.Pointer {
+		if !walked(t) {
 			return false
 		}
 		// The entry's name is one or more parts of rest.
@@ -213,20 +268,7 @@ func overridable(t reflect.Type, rest string) bool {
 }
 
 // settable reports whether applyEnv sets a key of type t from one variable.
-func settable(t reflect.Type) bool {
-	if t == durationType {
-		return true
-	}
-	switch t.Kind() {
-	case reflect.Pointer:
-		return t.Elem().Kind() != reflect.Struct && settable(t.Elem())
-	case reflect.String, reflect.Int, reflect.Int64, reflect.Float64, reflect.Bool:
-		return true
-	case reflect.Slice:
-		return t.Elem().Kind() == reflect.String || t.Elem() == durationType
-	}
-	return false
-}
+func settable(t reflect.Type) bool { return !walked(t) }
 
 // kindKey reports whether rest may name a key of a tool's kind: not a key
 // every tool has (those are decided by Tool's type), and not a secret.
@@ -242,4 +284,73 @@ func kindKey(rest string) bool {
 		}
 	}
 	return true
+}
+
+// Key is one key of a configuration, as the file writes it and as the
+// environment overrides it.
+type Key struct {
+	// Path is the dotted key path, map entries by the names the file gives
+	// them ("agents.plan.timeout").
+	Path string
+	// Env is the variable that overrides it (AGENTRUNNER_AGENTS_PLAN_TIMEOUT).
+	Env string
+	// Type is the Go type the key decodes into.
+	Type reflect.Type
+}
+
+// Keys lists every key c can set, in the order of its key paths: the
+// entries of agents, providers, steps, tools and servers by the names the
+// file gives them (not those the defaults add, such as the mock provider,
+// which no variable reaches), and the keys of tools' kinds when c was read
+// with them. validate names the AGENTRUNNER_* variables that are none of
+// these.
+func (c *Config) Keys() []Key {
+	w := keyWalk{given: c.lines}
+	w.walk(reflect.ValueOf(c).Elem(), EnvPrefix, "")
+	for name, t := range c.Tools {
+		if _, given := c.lines["tools."+name]; given && t != nil && t.Settings != nil {
+			w.walk(reflect.ValueOf(t.Settings), envName(envName(EnvPrefix, "tools"), name), "tools."+name)
+		}
+	}
+	keys := w.keys
+	slices.SortFunc(keys, func(a, b Key) int { return strings.Compare(a.Path, b.Path) })
+	return keys
+}
+
+// keyWalk collects the keys of a configuration.
+type keyWalk struct {
+	// given are the key paths the file gives.
+	given map[string]string
+	keys  []Key
+}
+
+// walk appends the keys of v as applyEnv reaches them; a section not
+// given (a nil pointer) is walked as its zero value, since a variable may
+// set its keys.
+func (w *keyWalk) walk(v reflect.Value, prefix, path string) {
+	t := v.Type()
+	if !walked(t) {
+		w.keys = append(w.keys, Key{Path: path, Env: prefix, Type: t})
+		return
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			v = reflect.New(t.Elem())
+		}
+		w.walk(v.Elem(), prefix, path)
+	case reflect.Struct:
+		for i := 0; i < t.NumField(); i++ {
+			name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+			if name != "" && name != "-" {
+				w.walk(v.Field(i), envName(prefix, name), join(path, name))
+			}
+		}
+	case reflect.Map:
+		for _, k := range v.MapKeys() {
+			if _, given := w.given[join(path, k.String())]; given {
+				w.walk(v.MapIndex(k), envName(prefix, k.String()), join(path, k.String()))
+			}
+		}
+	}
 }

@@ -87,6 +87,7 @@ func needsRestart(old, next *config.Config) []string {
 var topLevelKeys = []string{
 	"name", "artifacts_dir", "state", "tools_file", "memory_template", "providers", "defaults", "agents",
 	"pipeline", "pipelines", "scheduler", "execution_service", "server", "tools", "mcp_servers", "escalation", "watchdog", "events", "health",
+	"secrets", // the file's place; its content is read again at every reload
 }
 
 // comparable returns the value of a top-level key without the settings a
@@ -149,6 +150,8 @@ func comparable(c *config.Config, key string) any {
 		return c.Events
 	case "health":
 		return c.Health
+	case "secrets":
+		return c.Secrets
 	}
 	panic("engine: unknown configuration key " + key)
 }

@@ -31,6 +31,26 @@ type Client struct {
 	http     *http.Client
 	// now stamps heartbeats; tests replace it.
 	now func() time.Time
+	// tokenFrom, when set, gives the token at each request (TokenFrom).
+	tokenFrom func() string
+}
+
+// TokenFrom makes the client send the token get returns at each request,
+// so a rotated token is used from the next request on. A value that
+// cannot be a bearer token is not taken: the last good one stays.
+func (c *Client) TokenFrom(get func() string) *Client {
+	c.tokenFrom = get
+	return c
+}
+
+// bearer is the token of the next request.
+func (c *Client) bearer() string {
+	if c.tokenFrom != nil {
+		if v := c.tokenFrom(); v != "" && checkBearer(v) == nil {
+			return v
+		}
+	}
+	return c.token
 }
 
 // NewClient returns a client of the service at baseURL. baseURL is http or
@@ -189,8 +209,8 @@ func (c *Client) do(req *http.Request, what string, okStatuses ...int) (int, *Re
 func (c *Client) send(req *http.Request, what string, okStatuses ...int) (int, []byte, error) {
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", "agentrunner")
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
+	if token := c.bearer(); token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
@@ -294,8 +314,10 @@ const maxMessage = 300
 // redacted should the service echo it, control characters are replaced and
 // the length is bounded.
 func (c *Client) clean(s string) string {
-	if c.token != "" {
-		s = strings.ReplaceAll(s, c.token, "[redacted]")
+	for _, token := range []string{c.token, c.bearer()} {
+		if token != "" {
+			s = strings.ReplaceAll(s, token, "[redacted]")
+		}
 	}
 	s = strings.Map(func(r rune) rune {
 		if r == utf8.RuneError || unicode.IsControl(r) {

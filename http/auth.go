@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode"
 
@@ -64,9 +65,14 @@ type Principal struct {
 }
 
 // Authenticator checks requests' credentials: API keys and, when
-// configured, JWTs. It holds no state that changes after construction and
-// is safe for concurrent use.
+// configured, JWTs. Its credentials change only as a whole, by Replace
+// (a reload that read rotated keys), and it is safe for concurrent use.
 type Authenticator struct {
+	creds atomic.Pointer[credentials]
+}
+
+// credentials are the keys an Authenticator checks against.
+type credentials struct {
 	keys []apiKey
 	// jwtKey is the HS256 secret ([]byte) or the RS256 key
 	// (*rsa.PublicKey); nil when JWTs are not accepted.
@@ -97,7 +103,7 @@ func NewAuthenticator(auth config.Auth, baseDir string, lookup func(string) (str
 	if now == nil {
 		now = time.Now
 	}
-	a := &Authenticator{}
+	a := &credentials{}
 	owner := map[[sha256.Size]byte]string{}
 	for i, k := range auth.APIKeys {
 		where := fmt.Sprintf("server.auth.api_keys[%d] (%s)", i, k.Name)
@@ -153,8 +159,15 @@ func NewAuthenticator(auth config.Auth, baseDir string, lookup func(string) (str
 			a.jwtOpts = append(a.jwtOpts, jwt.WithAudience(j.Audience))
 		}
 	}
-	return a, nil
+	out := &Authenticator{}
+	out.creds.Store(a)
+	return out, nil
 }
+
+// Replace makes a check the credentials next holds from the next request
+// on: a reload rebuilds the authenticator from the rotated secrets and
+// puts its keys in the one the server uses.
+func (a *Authenticator) Replace(next *Authenticator) { a.creds.Store(next.creds.Load()) }
 
 // secretFromEnv reads a key or secret from the environment variable name.
 // Errors name the variable and never quote its value.
@@ -224,7 +237,9 @@ func readRSAPublicKey(baseDir, path string) (*rsa.PublicKey, error) {
 // Enabled reports whether any credential is configured. Without one every
 // request is the local admin (see Authenticate), which is only safe when
 // the server listens on loopback.
-func (a *Authenticator) Enabled() bool { return len(a.keys) > 0 || a.jwtKey != nil }
+func (a *Authenticator) Enabled() bool { return a.creds.Load().enabled() }
+
+func (c *credentials) enabled() bool { return len(c.keys) > 0 || c.jwtKey != nil }
 
 // Authenticate returns the caller of r. Credentials are
 // "Authorization: Bearer <key or token>" (scheme case-insensitive) or
@@ -239,7 +254,8 @@ func (a *Authenticator) Enabled() bool { return len(a.keys) > 0 || a.jwtKey != n
 // Errors are EUNAUTHORIZED and say what is wrong in general terms; they
 // never contain the presented credential.
 func (a *Authenticator) Authenticate(r *http.Request) (Principal, error) {
-	if !a.Enabled() {
+	c := a.creds.Load()
+	if !c.enabled() {
 		return Principal{Name: "local", Role: config.RoleAdmin, Via: ViaLoopback}, nil
 	}
 	authz := r.Header.Values("Authorization")
@@ -261,7 +277,7 @@ func (a *Authenticator) Authenticate(r *http.Request) (Principal, error) {
 		if key == "" {
 			return Principal{}, unauthorized("the %s header is empty", APIKeyHeader)
 		}
-		if p, ok := a.matchKey(key); ok {
+		if p, ok := c.matchKey(key); ok {
 			return p, nil
 		}
 		return Principal{}, unauthorized("unknown API key")
@@ -274,11 +290,11 @@ func (a *Authenticator) Authenticate(r *http.Request) (Principal, error) {
 	if cred == "" {
 		return Principal{}, unauthorized("the Authorization header has no bearer credential")
 	}
-	if p, ok := a.matchKey(cred); ok {
+	if p, ok := c.matchKey(cred); ok {
 		return p, nil
 	}
-	if a.jwtKey != nil && strings.Count(cred, ".") == 2 {
-		return a.verifyJWT(cred)
+	if c.jwtKey != nil && strings.Count(cred, ".") == 2 {
+		return c.verifyJWT(cred)
 	}
 	return Principal{}, unauthorized("unknown API key")
 }
@@ -286,7 +302,7 @@ func (a *Authenticator) Authenticate(r *http.Request) (Principal, error) {
 // matchKey compares presented with every key in constant time, without
 // stopping at a match, so the time taken says neither which key matched
 // nor how many there are before it.
-func (a *Authenticator) matchKey(presented string) (Principal, bool) {
+func (a *credentials) matchKey(presented string) (Principal, bool) {
 	h := sha256.Sum256([]byte(presented))
 	found := -1
 	for i := range a.keys {
@@ -310,7 +326,7 @@ type tokenClaims struct {
 
 // verifyJWT checks the token's signature and claims and returns its
 // subject with its role.
-func (a *Authenticator) verifyJWT(token string) (Principal, error) {
+func (a *credentials) verifyJWT(token string) (Principal, error) {
 	var claims tokenClaims
 	_, err := jwt.ParseWithClaims(token, &claims, func(t *jwt.Token) (any, error) {
 		// WithValidMethods already pins the algorithm; this also pins the

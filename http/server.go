@@ -275,6 +275,12 @@ const callbackTolerance = 5 * time.Minute
 // (docs/execution-service.md), become commands the engine consumes; wake
 // tells the engine one arrived.
 func (s *Server) WithCallback(secret []byte, wake func()) *Server {
+	return s.WithCallbackFrom(func() []byte { return secret }, wake)
+}
+
+// WithCallbackFrom is WithCallback with the secret read at each callback,
+// so a rotated secret is checked from the next one on.
+func (s *Server) WithCallbackFrom(secret func() []byte, wake func()) *Server {
 	s.callback = true
 	s.mux.HandleFunc(callbackRoute, func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(io.LimitReader(r.Body, maxCallbackBytes+1))
@@ -282,7 +288,7 @@ func (s *Server) WithCallback(secret []byte, wake func()) *Server {
 			s.writeError(w, r, agentrunner.Errorf(agentrunner.EINVALID, "the body is unreadable or longer than %d bytes", maxCallbackBytes))
 			return
 		}
-		if err := webhook.Verify(secret, body, r.Header.Get(webhook.SignatureHeader), s.clock.Now(), callbackTolerance); err != nil {
+		if err := webhook.Verify(secret(), body, r.Header.Get(webhook.SignatureHeader), s.clock.Now(), callbackTolerance); err != nil {
 			s.writeError(w, r, agentrunner.Errorf(agentrunner.EUNAUTHORIZED, "the callback's signature does not verify"))
 			return
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -37,6 +38,9 @@ type Options struct {
 	// Secrets are values (API keys, tokens) replaced by "[redacted]"
 	// wherever they would appear in an event or a result.
 	Secrets []string
+	// SecretsFrom, when set, gives more such values at each call: the
+	// keys as rotated since the executor was made.
+	SecretsFrom func() []string
 	// MaxResultBytes bounds a result's message; longer ones are cut with a
 	// note. Default DefaultMaxResultBytes.
 	MaxResultBytes int
@@ -73,6 +77,13 @@ type Executor struct {
 	record    func(ev *agentrunner.Event)
 	redactor  redactor
 	maxResult int
+	// secrets and secretsFrom are Options'; redactNow keeps the redactor
+	// of what secretsFrom gave last, rebuilt when that changes.
+	secrets     []string
+	secretsFrom func() []string
+	redactMu    sync.Mutex
+	redactKey   *string
+	redactLast  redactor
 
 	mu     sync.Mutex
 	states map[string]*toolState
@@ -91,10 +102,11 @@ func NewExecutor(r *Registry, opts Options) *Executor {
 		r = NewRegistry()
 	}
 	e := &Executor{
-		reg:       r,
-		clock:     opts.Clock,
-		record:    opts.Record,
-		redactor:  newRedactor(opts.Secrets),
+		reg:      r,
+		clock:    opts.Clock,
+		record:   opts.Record,
+		redactor: newRedactor(opts.Secrets),
+		secrets:  opts.Secrets, secretsFrom: opts.SecretsFrom,
 		maxResult: opts.MaxResultBytes,
 		states:    map[string]*toolState{},
 	}
@@ -105,6 +117,21 @@ func NewExecutor(r *Registry, opts Options) *Executor {
 		e.maxResult = DefaultMaxResultBytes
 	}
 	return e
+}
+
+// redactNow is the redactor of the secrets as they are now.
+func (e *Executor) redactNow() redactor {
+	if e.secretsFrom == nil {
+		return e.redactor
+	}
+	extra := e.secretsFrom()
+	key := strings.Join(extra, "\x00")
+	e.redactMu.Lock()
+	defer e.redactMu.Unlock()
+	if e.redactKey == nil || *e.redactKey != key {
+		e.redactLast, e.redactKey = newRedactor(append(slices.Clone(e.secrets), extra...)), &key
+	}
+	return e.redactLast
 }
 
 // state returns the tool's state, created on first use with the breaker
@@ -564,7 +591,7 @@ func stopped(err error) string {
 // finish redacts and bounds the result, updates the tool's statistics and
 // records the call's event.
 func (e *Executor) finish(call agentrunner.ToolCall, st *toolState, start time.Time, o outcome) agentrunner.ToolResult {
-	msg := truncate(e.redactor.redact(o.message), e.maxResult)
+	msg := truncate(e.redactNow().redact(o.message), e.maxResult)
 	dur := max(e.clock.Now().Sub(start), 0)
 	if st != nil {
 		e.mu.Lock()
@@ -591,9 +618,9 @@ func (e *Executor) event(call agentrunner.ToolCall, start time.Time, dur time.Du
 		name = truncate(name, maxNameInMessage)
 	}
 	details := map[string]any{
-		"tool":         e.redactor.redact(name),
-		"call_id":      e.redactor.redact(call.ID),
-		"arguments":    truncate(e.redactor.redactArguments(call.Arguments), e.maxResult),
+		"tool":         e.redactNow().redact(name),
+		"call_id":      e.redactNow().redact(call.ID),
+		"arguments":    truncate(e.redactNow().redactArguments(call.Arguments), e.maxResult),
 		"duration_ms":  dur.Milliseconds(),
 		"result_bytes": len(msg),
 		"is_error":     o.isError,
@@ -610,7 +637,7 @@ func (e *Executor) event(call agentrunner.ToolCall, start time.Time, dur time.Du
 	if o.stack != "" {
 		// A panic is a bug in the tool: the operator needs the stack.
 		level = agentrunner.LevelError
-		details["stack"] = e.redactor.redact(o.stack)
+		details["stack"] = e.redactNow().redact(o.stack)
 	}
 	return &agentrunner.Event{
 		Timestamp: start,

@@ -58,6 +58,26 @@ type Sender struct {
 	// URL that may be a token, should the receiver echo them.
 	hidden []string
 	http   *http.Client
+	// secretFrom, when set, gives the secret at each delivery (SecretFrom).
+	secretFrom func() []byte
+}
+
+// SecretFrom makes the sender sign each delivery with the secret get
+// returns then, so a rotated secret is used from the next delivery on. A
+// value shorter than MinSecretLen is not taken: the last good one stays.
+func (s *Sender) SecretFrom(get func() []byte) *Sender {
+	s.secretFrom = get
+	return s
+}
+
+// signingSecret is the secret of the next delivery.
+func (s *Sender) signingSecret() []byte {
+	if s.secretFrom != nil {
+		if v := s.secretFrom(); len(v) >= MinSecretLen {
+			return v
+		}
+	}
+	return s.secret
 }
 
 // NewSender returns a Sender to url, an http or https URL with a host and
@@ -172,7 +192,7 @@ func (s *Sender) Deliver(ctx context.Context, id, kind string, body []byte, now 
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "agentrunner")
-	req.Header.Set(SignatureHeader, Sign(s.secret, body, now))
+	req.Header.Set(SignatureHeader, Sign(s.signingSecret(), body, now))
 	req.Header.Set(EventHeader, kind)
 	req.Header.Set(IdempotencyHeader, id)
 
@@ -263,7 +283,7 @@ func (s *Sender) fail(retryable bool, what string, err error) *DeliveryError {
 // spaces one, and it is clipped. cut says that t is the start of something
 // longer, so a hidden text may begin at its end; that beginning goes too.
 func (s *Sender) clean(t string, cut bool) string {
-	for _, h := range s.hidden {
+	for _, h := range append(s.hidden, string(s.signingSecret())) {
 		t = strings.ReplaceAll(t, h, "[redacted]")
 		if cut {
 			for k := len(h) - 1; k > 0; k-- {

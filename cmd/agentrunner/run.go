@@ -157,20 +157,10 @@ Logs are JSON lines on stderr.`,
 				return err
 			}
 			cfg := ws.Config
-			auth, err := arhttp.NewAuthenticator(cfg.Server.Auth, cfg.Dir, os.LookupEnv, time.Now)
-			if err != nil {
-				return usageError(err)
-			}
 			listen := cfg.Server.Listen
-			if !auth.Enabled() {
+			if !authConfigured(cfg.Server.Auth) {
 				if err := requireLoopback(listen); err != nil {
 					return usageError(err)
-				}
-			}
-			var callbackSecret []byte
-			if name := cfg.ExecutionService.CallbackSecretEnv; name != "" {
-				if callbackSecret = []byte(os.Getenv(name)); len(callbackSecret) == 0 {
-					return usageError(fmt.Errorf("environment variable %s (execution_service.callback_secret_env) is not set", name))
 				}
 			}
 			r, err := prepare(cmd.Context(), ws, log, nil)
@@ -178,6 +168,14 @@ Logs are JSON lines on stderr.`,
 				return err
 			}
 			defer r.Close()
+			auth, err := serveAuth(r)
+			if err != nil {
+				return usageError(err)
+			}
+			callbackSecret, err := serveCallbackSecret(r)
+			if err != nil {
+				return usageError(err)
+			}
 			boxes, err := mailbox.New(ws.Layout.Mailboxes(), cfg.Mailbox.MaxMessages)
 			if err != nil {
 				return failureError(err)
@@ -200,7 +198,7 @@ Logs are JSON lines on stderr.`,
 				return failureError(err)
 			}
 			if callbackSecret != nil {
-				srv.WithCallback(callbackSecret, r.wake)
+				srv.WithCallbackFrom(callbackSecret, r.wake)
 			}
 			r.metrics.WatchConnections(func() metrics.Connections { return metrics.Connections(srv.ConnStats()) })
 			ln, err := net.Listen("tcp", listen)
@@ -227,6 +225,45 @@ Logs are JSON lines on stderr.`,
 	}
 	configFlag(cmd, &path)
 	return cmd
+}
+
+// authConfigured reports whether the API asks for credentials: API keys
+// or JWTs are configured.
+func authConfigured(a config.Auth) bool { return len(a.APIKeys) > 0 || a.JWT != nil }
+
+// serveAuth builds the API's authenticator from the runner's secrets, and
+// builds it again at each reload, so rotated API keys and JWT keys are
+// checked from the next request on.
+func serveAuth(r *runner) (*arhttp.Authenticator, error) {
+	cfg := r.ws.Config
+	auth, err := arhttp.NewAuthenticator(cfg.Server.Auth, cfg.Dir, r.secrets.Lookup, time.Now)
+	if err != nil {
+		return nil, err
+	}
+	r.onRefresh = append(r.onRefresh, func() error {
+		next, err := arhttp.NewAuthenticator(cfg.Server.Auth, cfg.Dir, r.secrets.Lookup, time.Now)
+		if err != nil {
+			return err
+		}
+		auth.Replace(next)
+		return nil
+	})
+	return auth, nil
+}
+
+// serveCallbackSecret returns the getter of the Execution Service's
+// callback secret, nil when callbacks are off; it is read at each
+// callback.
+func serveCallbackSecret(r *runner) (func() []byte, error) {
+	name := r.ws.Config.ExecutionService.CallbackSecretEnv
+	if name == "" {
+		return nil, nil
+	}
+	if v, _ := r.secrets.Lookup(name); v == "" {
+		return nil, fmt.Errorf("execution_service.callback_secret_env: %w", missing(r.secrets.Lookup, name))
+	}
+	current := secretFrom(r.secrets.Lookup, name)
+	return func() []byte { return []byte(current()) }, nil
 }
 
 // requireLoopback refuses to expose an API without credentials beyond this

@@ -13,6 +13,7 @@ import (
 	"github.com/agentrunner/agentrunner"
 	"github.com/agentrunner/agentrunner/config"
 	"github.com/agentrunner/agentrunner/engine"
+	"github.com/agentrunner/agentrunner/secrets"
 	"github.com/agentrunner/agentrunner/tool"
 	"github.com/agentrunner/agentrunner/toolbox"
 	"github.com/spf13/cobra"
@@ -29,10 +30,15 @@ func newToolsCommand() *cobra.Command {
 	return cmd
 }
 
-// toolDeps are the tools' dependencies for operator commands.
+// toolDeps are the tools' dependencies for operator commands; secrets
+// come from the environment, NAME_FILE files and the secrets file.
 func toolDeps(cfg *config.Config) (toolbox.Deps, error) {
-	deps := toolbox.Deps{LookupEnv: os.LookupEnv, Now: time.Now}
-	es, err := buildExec(cfg, os.LookupEnv)
+	res, err := secrets.ForConfig(cfg, os.LookupEnv)
+	if err != nil {
+		return toolbox.Deps{}, err
+	}
+	deps := toolbox.Deps{LookupEnv: res.Lookup, Now: time.Now}
+	es, err := buildExec(cfg, res.Lookup)
 	if err != nil {
 		return deps, err
 	}
@@ -142,7 +148,7 @@ the workspace's state database. Exit status 1 when the result is an error.`,
 			}
 			defer store.Close()
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-			exec := tool.NewExecutor(box.Registry, tool.Options{Record: engine.EventRecorder(store, log), Secrets: toolSecrets(cfg, os.LookupEnv)})
+			exec := tool.NewExecutor(box.Registry, tool.Options{Record: engine.EventRecorder(store, log), Secrets: toolSecrets(cfg, deps.LookupEnv)})
 			res := exec.Scope([]string{name}).Execute(cmd.Context(), agentrunner.ToolCall{
 				ID: "operator", Name: name, Arguments: json.RawMessage(arguments), Agent: agent,
 			})

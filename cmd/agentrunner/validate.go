@@ -4,13 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/agentrunner/agentrunner"
 	"github.com/agentrunner/agentrunner/config"
+	"github.com/agentrunner/agentrunner/secrets"
 	"github.com/agentrunner/agentrunner/toolbox"
 	"github.com/agentrunner/agentrunner/workspace"
 	"github.com/spf13/cobra"
@@ -18,11 +21,19 @@ import (
 
 func newValidateCommand() *cobra.Command {
 	var path string
+	var online bool
 	cmd := &cobra.Command{
 		Use:   "validate",
 		Short: "Check the configuration and every file it names; report every problem",
 		Long: `validate loads the configuration, every agent identity file, tools.md, every output
-template and JSON Schema, and reports every problem it finds. Exit status 1 if any.`,
+template and JSON Schema, and reports every problem it finds. Exit status 1 if any.
+
+It also reports what would fail at run time: a process agent's program that is not
+found, a server.listen other machines reach without server.auth, and an AGENTRUNNER_*
+variable that sets no key (with the closest one). It makes no network request unless
+--online is given: then it checks each provider's and tool's key in use with one cheap
+authenticated request (listing the models, a one-result search); a key refused with
+401 or 403 is reported as a bad key.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := loadConfig(path)
@@ -40,11 +51,16 @@ template and JSON Schema, and reports every problem it finds. Exit status 1 if a
 			} else if err != nil {
 				return failureError(err)
 			}
-			keys, kp := providerKeys(cfg, os.LookupEnv)
+			res, err := secrets.ForConfig(cfg, os.LookupEnv)
+			if err != nil {
+				problems = append(problems, problem(cfg, "secrets", err))
+				res = secrets.Env()
+			}
+			keys, kp := providerKeys(cfg, res.Lookup)
 			problems = append(problems, kp...)
-			_, rp := buildRuntimes(cfg, nil, agentrunner.SystemClock{}, keys, nil)
+			_, rp := buildRuntimes(cfg, nil, agentrunner.SystemClock{}, keys, res.Lookup, nil)
 			problems = append(problems, rp...)
-			es, err := buildExec(cfg, os.LookupEnv)
+			es, err := buildExec(cfg, res.Lookup)
 			if err != nil {
 				var ep config.Problems
 				if !errors.As(err, &ep) {
@@ -52,7 +68,7 @@ template and JSON Schema, and reports every problem it finds. Exit status 1 if a
 				}
 				problems = append(problems, ep...)
 			}
-			deps := toolbox.Deps{LookupEnv: os.LookupEnv, Now: time.Now}
+			deps := toolbox.Deps{LookupEnv: res.Lookup, Now: time.Now}
 			if es != nil {
 				deps.Account = es
 			}
@@ -65,6 +81,10 @@ template and JSON Schema, and reports every problem it finds. Exit status 1 if a
 				problems = append(problems, tp...)
 			} else {
 				box.Close()
+			}
+			problems = append(problems, runTimeProblems(cfg, os.Environ(), exec.LookPath)...)
+			if online {
+				problems = append(problems, onlineProblems(cmd.Context(), cfg, res.Lookup, &http.Client{})...)
 			}
 			if len(problems) > 0 {
 				// The loader checks a broken graph again; say each thing once.
@@ -92,5 +112,6 @@ template and JSON Schema, and reports every problem it finds. Exit status 1 if a
 		},
 	}
 	configFlag(cmd, &path)
+	cmd.Flags().BoolVar(&online, "online", false, "also check each provider and tool key with one authenticated request")
 	return cmd
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/agentrunner/agentrunner/runtime/mock"
 	"github.com/agentrunner/agentrunner/runtime/model"
 	"github.com/agentrunner/agentrunner/runtime/process"
+	"github.com/agentrunner/agentrunner/secrets"
 	"github.com/agentrunner/agentrunner/sqlite"
 	"github.com/agentrunner/agentrunner/step/execution"
 	"github.com/agentrunner/agentrunner/subagent"
@@ -77,7 +78,7 @@ func providerKeys(cfg *config.Config, lookupEnv func(string) (string, bool)) (ma
 		key, _ := lookupEnv(p.APIKeyEnv)
 		if key == "" && p.BaseURL == "" {
 			problems = append(problems, problem(cfg, "providers."+name+".api_key_env",
-				fmt.Errorf("environment variable %s is not set: the %s provider needs its API key", p.APIKeyEnv, p.Kind)))
+				fmt.Errorf("%s: the %s provider needs its API key", missing(lookupEnv, p.APIKeyEnv), p.Kind)))
 			continue
 		}
 		keys[name] = key
@@ -85,13 +86,34 @@ func providerKeys(cfg *config.Config, lookupEnv func(string) (string, bool)) (ma
 	return keys, problems
 }
 
-// buildModel makes the LLM client of a model provider.
-func buildModel(cfg *config.Config, name, key string) (llm.Model, error) {
-	p := cfg.Providers[name]
-	if p.Kind == config.ProviderAnthropic {
-		return anthropic.New(anthropic.Config{BaseURL: p.BaseURL, APIKey: key, RequestTimeout: p.RequestTimeout.D()})
+// missing says why the secret named name is not set: where it was
+// looked for, or the NAME_FILE that cannot be read.
+func missing(lookupEnv func(string) (string, bool), name string) error {
+	if path, ok := lookupEnv(name + secrets.FileSuffix); ok && path != "" {
+		return fmt.Errorf("%s%s names %s, which cannot be read", name, secrets.FileSuffix, path)
 	}
-	return openai.New(openai.Config{BaseURL: p.BaseURL, APIKey: key, RequestTimeout: p.RequestTimeout.D()})
+	return fmt.Errorf("environment variable %s is not set (nor %s%s, nor in the secrets file)", name, name, secrets.FileSuffix)
+}
+
+// secretFrom returns a function reading the secret named name at each
+// call: what a client keeps instead of the value, so that a key rotated
+// and reloaded is used from its next request on.
+func secretFrom(lookupEnv func(string) (string, bool), name string) func() string {
+	return func() string {
+		v, _ := lookupEnv(name)
+		return v
+	}
+}
+
+// buildModel makes the LLM client of a model provider; it reads the key
+// again at each request.
+func buildModel(cfg *config.Config, name, key string, lookupEnv func(string) (string, bool)) (llm.Model, error) {
+	p := cfg.Providers[name]
+	keyFrom := secretFrom(lookupEnv, p.APIKeyEnv)
+	if p.Kind == config.ProviderAnthropic {
+		return anthropic.New(anthropic.Config{BaseURL: p.BaseURL, APIKey: key, KeyFrom: keyFrom, RequestTimeout: p.RequestTimeout.D()})
+	}
+	return openai.New(openai.Config{BaseURL: p.BaseURL, APIKey: key, KeyFrom: keyFrom, RequestTimeout: p.RequestTimeout.D()})
 }
 
 // buildRuntimes makes the runtime of every provider an agent uses, with the
@@ -99,7 +121,7 @@ func buildModel(cfg *config.Config, name, key string) (llm.Model, error) {
 // the providers (validate). The model runtimes checkpoint their agents'
 // conversations in conversations, when it is not nil, after every turn,
 // and an attempt after one that died resumes from the last.
-func buildRuntimes(cfg *config.Config, tools *tool.Executor, clock agentrunner.Clock, keys map[string]string, conversations agentrunner.ConversationStore) (map[string]agentrunner.Runtime, config.Problems) {
+func buildRuntimes(cfg *config.Config, tools *tool.Executor, clock agentrunner.Clock, keys map[string]string, lookupEnv func(string) (string, bool), conversations agentrunner.ConversationStore) (map[string]agentrunner.Runtime, config.Problems) {
 	runtimes := map[string]agentrunner.Runtime{}
 	var problems config.Problems
 	for _, name := range usedProviders(cfg) {
@@ -123,12 +145,13 @@ func buildRuntimes(cfg *config.Config, tools *tool.Executor, clock agentrunner.C
 			if !ok {
 				continue // its missing key is a problem of providerKeys
 			}
-			m, err := buildModel(cfg, name, key)
+			m, err := buildModel(cfg, name, key, lookupEnv)
 			if err != nil {
 				problems = append(problems, problem(cfg, "providers."+name, err))
 				continue
 			}
-			rt := model.New(m, tools, key)
+			current := secretFrom(lookupEnv, p.APIKeyEnv)
+			rt := model.New(m, tools, key).SecretsFrom(func() []string { return []string{current()} })
 			if conversations != nil {
 				rt.Checkpoint(conversations)
 			}
@@ -187,12 +210,15 @@ func buildExec(cfg *config.Config, lookupEnv func(string) (string, bool)) (*exec
 	if name := cfg.ExecutionService.TokenEnv; name != "" {
 		token, _ = lookupEnv(name)
 		if token == "" {
-			return nil, config.Problems{problem(cfg, "execution_service.token_env", fmt.Errorf("environment variable %s is not set", name))}
+			return nil, config.Problems{problem(cfg, "execution_service.token_env", missing(lookupEnv, name))}
 		}
 	}
 	c, err := execsvc.NewClient(cfg.ExecutionService.URL, token, cfg.ExecutionService.RequestTimeout.D())
 	if err != nil {
 		return nil, config.Problems{problem(cfg, "execution_service.url", err)}
+	}
+	if name := cfg.ExecutionService.TokenEnv; name != "" {
+		c.TokenFrom(secretFrom(lookupEnv, name))
 	}
 	return c, nil
 }
@@ -235,6 +261,10 @@ type runner struct {
 	es *execsvc.Client
 	// dispatcher delivers webhooks and safe-mode orders from the outbox.
 	dispatcher *engine.Dispatcher
+	// secrets resolves every secret the clients read at each request; a
+	// reload refreshes it, then runs onRefresh (serve's authenticator).
+	secrets   *secrets.Resolver
+	onRefresh []func() error
 	// metrics are derived from every event of this process.
 	metrics *metrics.Metrics
 	log     *slog.Logger
@@ -255,7 +285,11 @@ func (r *runner) Close() {
 // engine. exec overrides the Execution Service (the demo's mock).
 func openRunner(ctx context.Context, ws *workspace.Workspace, clock agentrunner.Clock, log *slog.Logger, onEvent func(*agentrunner.Event)) (_ *runner, err error) {
 	cfg := ws.Config
-	lookupEnv := os.LookupEnv
+	res, err := secrets.ForConfig(cfg, os.LookupEnv)
+	if err != nil {
+		return nil, failureError(err)
+	}
+	lookupEnv := res.Lookup
 	es, err := buildExec(cfg, lookupEnv)
 	if err != nil {
 		return nil, err
@@ -264,7 +298,7 @@ func openRunner(ctx context.Context, ws *workspace.Workspace, clock agentrunner.
 	if err != nil {
 		return nil, failureError(err)
 	}
-	r := &runner{ws: ws, lock: lock, es: es, log: log}
+	r := &runner{ws: ws, lock: lock, es: es, log: log, secrets: res}
 	r.metrics = metrics.New(metrics.Options{
 		Pipeline: cfg.Name, Logger: log,
 		Tools: func() map[string]tool.Stats { return r.tools.Stats() },
@@ -308,18 +342,20 @@ func openRunner(ctx context.Context, ws *workspace.Workspace, clock agentrunner.
 	if r.box, err = toolbox.Build(ctx, cfg, toolbox.InUse(cfg), deps); err != nil {
 		return nil, err
 	}
-	secrets := append(toolSecrets(cfg, lookupEnv), slices.Collect(maps.Values(keys))...)
+	known := append(toolSecrets(cfg, lookupEnv), slices.Collect(maps.Values(keys))...)
 	record := engine.EventRecorder(r.store, log)
 	// The tools' calls are told to onEvent too, once recorded: a demo
-	// follows a lead's to-do list by them.
-	r.tools = tool.NewExecutor(r.box.Registry, tool.Options{Clock: clock, Secrets: secrets, Record: func(ev *agentrunner.Event) {
+	// follows a lead's to-do list by them. Secrets rotated since are
+	// redacted too.
+	current := func() []string { return append(toolSecrets(cfg, lookupEnv), res.Values(providerKeyNames(cfg)...)...) }
+	r.tools = tool.NewExecutor(r.box.Registry, tool.Options{Clock: clock, Secrets: known, SecretsFrom: current, Record: func(ev *agentrunner.Event) {
 		record(ev)
 		r.metrics.Observe(ev)
 		if onEvent != nil {
 			onEvent(ev)
 		}
 	}})
-	runtimes, problems := buildRuntimes(cfg, r.tools, clock, keys, r.store)
+	runtimes, problems := buildRuntimes(cfg, r.tools, clock, keys, lookupEnv, r.store)
 	if len(problems) > 0 {
 		return nil, problems
 	}
@@ -329,7 +365,12 @@ func openRunner(ctx context.Context, ws *workspace.Workspace, clock agentrunner.
 	}
 	opts := engine.Options{
 		Workspace: ws, Store: r.store, Runtimes: runtimes, Clock: clock, Logger: log, OnEvent: observe, MCPCommand: self,
-		Reload: func() (*workspace.Workspace, error) { return loadWorkspace(cfg.Path) },
+		Reload: func() (*workspace.Workspace, error) {
+			if err := r.refreshSecrets(); err != nil {
+				return nil, err
+			}
+			return loadWorkspace(cfg.Path)
+		},
 	}
 	if es != nil {
 		opts.Exec = es
@@ -344,6 +385,36 @@ func openRunner(ctx context.Context, ws *workspace.Workspace, clock agentrunner.
 	}
 	r.dispatcher = &engine.Dispatcher{Store: r.store, Clock: clock, Log: log, Deliver: deliver, OnEvent: observe}
 	return r, nil
+}
+
+// refreshSecrets reads the secrets again (the secrets file, NAME_FILE
+// files) for a reload, and rebuilds what checks them (serve's
+// authenticator). When one refuses the new values, the old ones stay and
+// the reload is refused. It never logs a value.
+func (r *runner) refreshSecrets() error {
+	undo, err := r.secrets.Refresh()
+	if err != nil {
+		return fmt.Errorf("reading the secrets again: %w", err)
+	}
+	for _, f := range r.onRefresh {
+		if err := f(); err != nil {
+			undo()
+			return fmt.Errorf("the secrets read again are refused, the old ones stay: %w", err)
+		}
+	}
+	r.log.Info("secrets read again: clients use them from their next request")
+	return nil
+}
+
+// providerKeyNames are the variables of the model providers' keys.
+func providerKeyNames(cfg *config.Config) []string {
+	var names []string
+	for _, name := range usedProviders(cfg) {
+		if p := cfg.Providers[name]; p != nil && p.APIKeyEnv != "" {
+			names = append(names, p.APIKeyEnv)
+		}
+	}
+	return names
 }
 
 // run runs the engine until ctx ends (nil) or it fails.
@@ -376,12 +447,14 @@ func deliverers(cfg *config.Config, es *execsvc.Client, lookupEnv func(string) (
 	if w := cfg.Escalation.Webhook; w.URL != "" {
 		secret, _ := lookupEnv(w.SecretEnv)
 		if secret == "" {
-			return nil, config.Problems{problem(cfg, "escalation.webhook.secret_env", fmt.Errorf("environment variable %s is not set", w.SecretEnv))}
+			return nil, config.Problems{problem(cfg, "escalation.webhook.secret_env", missing(lookupEnv, w.SecretEnv))}
 		}
 		sender, err := webhook.NewSender(w.URL, []byte(secret), w.Timeout.D())
 		if err != nil {
 			return nil, config.Problems{problem(cfg, "escalation.webhook", err)}
 		}
+		current := secretFrom(lookupEnv, w.SecretEnv)
+		sender.SecretFrom(func() []byte { return []byte(current()) })
 		deliver[agentrunner.OutboxWebhook] = func(ctx context.Context, m *agentrunner.OutboxMessage, now time.Time) ([]byte, error) {
 			var head struct{ Kind string }
 			if err := json.Unmarshal(m.Payload, &head); err != nil {

@@ -73,6 +73,10 @@ type Config struct {
 	// the configured variable. Empty sends no key, for gateways that
 	// authenticate otherwise.
 	APIKey string
+	// KeyFrom, when set, gives the key at each request instead, so a
+	// rotated key is sent from the next request on; APIKey stays the key
+	// sent while KeyFrom gives none.
+	KeyFrom func() string
 	// RequestTimeout bounds one HTTP request (each retry gets its own);
 	// 0 means DefaultRequestTimeout.
 	RequestTimeout time.Duration
@@ -89,6 +93,8 @@ type Model struct {
 	client  sdk.Client
 	key     string
 	timeout time.Duration
+	// keyFrom gives the key of each request (Config.KeyFrom).
+	keyFrom func() string
 }
 
 var _ llm.Model = (*Model)(nil)
@@ -133,7 +139,31 @@ func New(cfg Config) (*Model, error) {
 	if cfg.APIKey != "" {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
 	}
-	return &Model{client: sdk.NewClient(opts...), key: cfg.APIKey, timeout: timeout}, nil
+	m := &Model{key: cfg.APIKey, timeout: timeout, keyFrom: cfg.KeyFrom}
+	if cfg.KeyFrom != nil {
+		opts = append(opts, option.WithMiddleware(m.sendKey))
+	}
+	m.client = sdk.NewClient(opts...)
+	return m, nil
+}
+
+// currentKey is the key of the next request: KeyFrom's when it gives one,
+// else the key the model was made with.
+func (m *Model) currentKey() string {
+	if m.keyFrom != nil {
+		if k := m.keyFrom(); k != "" && !strings.ContainsFunc(k, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+			return k
+		}
+	}
+	return m.key
+}
+
+// sendKey sets the key of each request as it is sent.
+func (m *Model) sendKey(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+	if k := m.currentKey(); k != "" {
+		r.Header.Set("X-Api-Key", k)
+	}
+	return next(r)
 }
 
 // checkBaseURL accepts an absolute http(s) URL. It never quotes the URL,
@@ -178,8 +208,10 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 
 // redact removes the key from text that may echo it.
 func (m *Model) redact(s string) string {
-	if m.key == "" {
-		return s
+	for _, k := range []string{m.key, m.currentKey()} {
+		if k != "" {
+			s = strings.ReplaceAll(s, k, "[redacted]")
+		}
 	}
-	return strings.ReplaceAll(s, m.key, "[redacted]")
+	return s
 }

@@ -82,8 +82,10 @@ func errorText(body []byte) string {
 // anything that looks like one is redacted, control characters and runs of
 // white space become one space, and it is cut at maxMessage runes.
 func (m *Model) scrub(s string) string {
-	if m.key != "" {
-		s = strings.ReplaceAll(s, m.key, "[redacted]")
+	for _, k := range []string{m.key, m.currentKey()} {
+		if k != "" {
+			s = strings.ReplaceAll(s, k, "[redacted]")
+		}
 	}
 	s = keyLike.ReplaceAllString(s, "[redacted]")
 	s = strings.Join(strings.FieldsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }), " ")

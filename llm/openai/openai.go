@@ -51,6 +51,10 @@ type Config struct {
 	// servers that need none; OPENAI_API_KEY is deliberately not read, so a
 	// key is never sent to a server it was not configured for.
 	APIKey string
+	// KeyFrom, when set, gives the key at each request instead, so a
+	// rotated key is sent from the next request on; APIKey stays the key
+	// sent while KeyFrom gives none that can be sent.
+	KeyFrom func() string
 	// RequestTimeout bounds one HTTP request; 0 → DefaultRequestTimeout. A
 	// request that times out is not retried by the SDK: the error is
 	// ClassUnavailable and the engine's retry policy decides.
@@ -66,6 +70,8 @@ type Model struct {
 	chat oai.ChatCompletionService
 	// key is kept only to scrub it from provider messages.
 	key string
+	// keyFrom gives the key of each request (Config.KeyFrom).
+	keyFrom func() string
 	// endpoint names the server in errors (without credentials or query).
 	endpoint string
 }
@@ -90,7 +96,7 @@ func New(cfg Config) (*Model, error) {
 	case retries < 0:
 		retries = 0
 	}
-	if i := strings.IndexFunc(cfg.APIKey, func(r rune) bool { return r <= ' ' || r == 0x7f }); i >= 0 {
+	if i := badKeyByte(cfg.APIKey); i >= 0 {
 		// Never echo the key: say where the bad character is, not what the key is.
 		return nil, agentrunner.Fail(agentrunner.ClassConfig,
 			"openai: the API key contains a space, line break or control character at byte %d (a trailing newline from a file?)", i)
@@ -109,6 +115,10 @@ func New(cfg Config) (*Model, error) {
 		option.WithMaxRetries(retries),
 		option.WithRequestTimeout(timeout),
 	}
+	m := &Model{key: cfg.APIKey, keyFrom: cfg.KeyFrom}
+	if cfg.KeyFrom != nil {
+		opts = append(opts, option.WithMiddleware(m.sendKey))
+	}
 	if base != "" {
 		u, err := parseBaseURL(base)
 		if err != nil {
@@ -120,7 +130,33 @@ func New(cfg Config) (*Model, error) {
 	// The chat service alone, not oai.NewClient: the client would read
 	// OPENAI_API_KEY, OPENAI_ORG_ID and friends from the environment and
 	// send them to whatever server base_url names.
-	return &Model{chat: oai.NewChatCompletionService(opts...), key: cfg.APIKey, endpoint: endpoint}, nil
+	m.chat, m.endpoint = oai.NewChatCompletionService(opts...), endpoint
+	return m, nil
+}
+
+// badKeyByte is the index of a byte that cannot be in a key sent in a
+// header (a space, a line break, a control character), or -1.
+func badKeyByte(key string) int {
+	return strings.IndexFunc(key, func(r rune) bool { return r <= ' ' || r == 0x7f })
+}
+
+// currentKey is the key of the next request: KeyFrom's when it gives one
+// that can be sent, else the key the model was made with.
+func (m *Model) currentKey() string {
+	if m.keyFrom != nil {
+		if k := m.keyFrom(); k != "" && badKeyByte(k) < 0 {
+			return k
+		}
+	}
+	return m.key
+}
+
+// sendKey sets the key of each request as it is sent.
+func (m *Model) sendKey(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+	if k := m.currentKey(); k != "" {
+		r.Header.Set("Authorization", "Bearer "+k)
+	}
+	return next(r)
 }
 
 // parseBaseURL accepts an absolute http(s) URL without credentials, query
@@ -221,7 +257,7 @@ func (m *Model) statusError(status int, msg, model string) error {
 	}
 	switch {
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		if m.key == "" {
+		if m.currentKey() == "" {
 			return agentrunner.Fail(agentrunner.ClassConfig, "openai %s: the server wants an API key and none is configured (%s)", m.endpoint, detail)
 		}
 		return agentrunner.Fail(agentrunner.ClassConfig, "openai %s: the API key was rejected (%s)", m.endpoint, detail)

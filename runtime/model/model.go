@@ -24,6 +24,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -46,6 +47,9 @@ type Runtime struct {
 	model   llm.Model
 	tools   Tools
 	secrets []string
+	// secretsFrom, when set, gives more secrets at each attempt
+	// (SecretsFrom).
+	secretsFrom func() []string
 	// conversations, when set, keeps each attempt's conversation (see
 	// Checkpoint).
 	conversations agentrunner.ConversationStore
@@ -66,6 +70,22 @@ func New(model llm.Model, tools Tools, secrets ...string) *Runtime {
 	return &Runtime{model: model, tools: tools, secrets: secrets}
 }
 
+// SecretsFrom makes each attempt redact also what get returns then from
+// its recorded exchanges: the provider's key as rotated since the runtime
+// was made.
+func (r *Runtime) SecretsFrom(get func() []string) *Runtime {
+	r.secretsFrom = get
+	return r
+}
+
+// redacted are the secrets an attempt's recording redacts.
+func (r *Runtime) redacted() []string {
+	if r.secretsFrom == nil {
+		return r.secrets
+	}
+	return append(slices.Clone(r.secrets), r.secretsFrom()...)
+}
+
 // SubAgentReadRefusal is the error result of a sub-agent's call of
 // filesystem_read or filesystem_tree, which it is not offered.
 const SubAgentReadRefusal = "sub-agents do not read files: your task and your own files are in your instructions. " +
@@ -83,7 +103,7 @@ func (r *Runtime) Run(ctx context.Context, inv *agentrunner.Invocation) (*agentr
 	if err := os.MkdirAll(recDir, 0o755); err != nil {
 		return nil, agentrunner.Fail(agentrunner.ClassInternal, "create recording folder: %w", err)
 	}
-	ctx = llm.WithRecording(ctx, llm.NewRecording(recDir, r.secrets...))
+	ctx = llm.WithRecording(ctx, llm.NewRecording(recDir, r.redacted()...))
 
 	// filesystem_write, when the agent has it, writes under the memory/
 	// of this run, or of its lead's run in a sub-agent's.

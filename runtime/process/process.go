@@ -57,6 +57,10 @@ var invocationEnvNames = []string{
 	"AGENTRUNNER_INPUTS", "AGENTRUNNER_MCP_CONFIG", "AGENTRUNNER_WORKDIR", "PWD",
 }
 
+// InvocationEnvNames are the variables Run sets for every agent, which
+// are not configuration: validate does not take them for overrides.
+func InvocationEnvNames() []string { return slices.Clone(invocationEnvNames) }
+
 // Env is what an agent gets from the runner's environment besides the base
 // variables: see childenv.Spec.
 type Env = childenv.Spec
