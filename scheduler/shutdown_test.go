@@ -275,4 +275,3 @@ func waitBeat(t *testing.T, beats heartbeat.File, at time.Time) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
-
