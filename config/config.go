@@ -65,6 +65,10 @@ type Config struct {
 	Scheduler Scheduler `yaml:"scheduler"`
 	Events    Events    `yaml:"events"`
 	Health    Health    `yaml:"health"`
+	// Shutdown is how serve and run stop on SIGTERM or SIGINT (FR-010).
+	Shutdown Shutdown `yaml:"shutdown"`
+	// Reload is how serve and run read the configuration again (FR-075).
+	Reload Reload `yaml:"reload"`
 
 	// Path is the file the configuration was read from.
 	Path string `yaml:"-"`
