@@ -101,11 +101,12 @@ func (s *Scheduler) grace() time.Duration {
 // running then are interrupted and recorded as shut down (shutDown). It
 // returns once every attempt stopped and everything is committed.
 func (s *Scheduler) shutdown(ctx context.Context, stopWork context.CancelCauseFunc) error {
+	why := context.Cause(ctx).Error()
 	ctx = context.WithoutCancel(ctx)
 	s.draining = true
 	grace := s.grace()
 	s.log.Info("shutting down: no step starts; the running attempts may finish within the grace, then they are interrupted",
-		"attempts", s.inflight, "grace", grace.String())
+		"attempts", s.inflight, "grace", grace.String(), "cause", why)
 	s.batch = newBatch()
 	s.abandonStarting()
 	var over <-chan time.Time
