@@ -78,9 +78,6 @@ func (c *Config) validate() Problems {
 	if c.Watchdog.StallGrace <= 0 {
 		v.add("watchdog.stall_grace", "must be positive")
 	}
-	if c.Shutdown.Grace < 0 {
-		v.add("shutdown.grace", "must not be negative (0s: interrupt running steps at once), got %s", c.Shutdown.Grace)
-	}
 	if c.Scheduler.MaxConcurrentAttempts <= 0 {
 		v.add("scheduler.max_concurrent_attempts", "must be positive, got %d", c.Scheduler.MaxConcurrentAttempts)
 	}
