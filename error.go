@@ -1,6 +1,7 @@
 package agentrunner
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -86,8 +87,18 @@ const (
 	ClassTimeout ErrorClass = "timeout"
 	// ClassCrash: the agent process exited non-zero or was killed.
 	ClassCrash ErrorClass = "crash"
-	// ClassInterrupted: the runner itself stopped during the attempt.
+	// ClassInterrupted: the runner itself stopped during the attempt
+	// without a shutdown (a crash, a kill): the next start finds the
+	// attempt still running. It costs no retry but counts against
+	// scheduler.max_interruptions, so a step that kills the runner each
+	// time cannot loop for ever.
 	ClassInterrupted ErrorClass = "interrupted"
+	// ClassShutdown: the runner was shut down (SIGTERM, SIGINT) during the
+	// attempt, which did not finish within shutdown.grace and was
+	// interrupted. A deploy or a systemd stop is nobody's fault: it costs
+	// no retry, is not counted against max_interruptions, and the step
+	// starts again at once at the next start, with no backoff.
+	ClassShutdown ErrorClass = "shutdown"
 	// ClassUnavailable: a provider or service answered 5xx/429 or could
 	// not be reached.
 	ClassUnavailable ErrorClass = "unavailable"
@@ -110,10 +121,21 @@ const (
 	ClassResource ErrorClass = "resource"
 )
 
+// ErrShutdown is the cause of a context canceled because the runner is
+// shutting down (SIGTERM, SIGINT): the scheduler then lets the running
+// attempts finish within shutdown.grace instead of leaving them for the
+// next start to find interrupted, as any other end of its context does.
+var ErrShutdown = &Error{Code: EUNAVAILABLE, Message: "the runner is shutting down"}
+
+// Shutdown reports whether ctx ended because the runner is shutting down.
+func Shutdown(ctx context.Context) bool {
+	return ctx.Err() != nil && errors.Is(context.Cause(ctx), ErrShutdown)
+}
+
 // Retryable reports whether an attempt that failed this way is retried.
 func (c ErrorClass) Retryable() bool {
 	switch c {
-	case ClassTimeout, ClassCrash, ClassInterrupted, ClassUnavailable, ClassResource:
+	case ClassTimeout, ClassCrash, ClassInterrupted, ClassShutdown, ClassUnavailable, ClassResource:
 		return true
 	}
 	return false

@@ -252,7 +252,7 @@ type RetryPolicy struct {
 // Retries reports whether a failure of class is tried again under the
 // policy (while retries are left).
 func (p RetryPolicy) Retries(class ErrorClass) bool {
-	return class.Retryable() && class != ClassInterrupted || p.InvalidOutput && class == ClassInvalidOutput
+	return class.Retryable() && class != ClassInterrupted && class != ClassShutdown || p.InvalidOutput && class == ClassInvalidOutput
 }
 
 // Wait is the backoff before retry n (1-based).

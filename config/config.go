@@ -67,6 +67,10 @@ type Config struct {
 	Health    Health    `yaml:"health"`
 	// Secrets is the age-encrypted file of secrets (FR-100).
 	Secrets Secrets `yaml:"secrets"`
+	// Shutdown is how serve and run stop on SIGTERM or SIGINT (FR-010).
+	Shutdown Shutdown `yaml:"shutdown"`
+	// Reload is how serve and run read the configuration again (FR-075).
+	Reload Reload `yaml:"reload"`
 
 	// Path is the file the configuration was read from.
 	Path string `yaml:"-"`

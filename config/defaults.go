@@ -42,6 +42,9 @@ const (
 	DefaultWebhookTimeout   = 10 * time.Second
 	DefaultHeartbeat        = 30 * time.Second // FR-055
 	DefaultStallGrace       = 5 * time.Minute
+	// DefaultShutdownGrace: most agent steps that are nearly done finish
+	// within it, and systemd's default stop timeout (90s) is longer.
+	DefaultShutdownGrace = 30 * time.Second
 	// DefaultMaxConcurrentAttempts: agents mostly wait on a model or a
 	// child process, so a 2-core runner keeps several busy.
 	DefaultMaxConcurrentAttempts = 16
@@ -190,6 +193,7 @@ func (c *Config) WithDefaults() {
 	orDefault(c, "escalation.webhook.timeout", &c.Escalation.Webhook.Timeout, Duration(DefaultWebhookTimeout))
 	orDefault(c, "execution_service.heartbeat_interval", &c.ExecutionService.HeartbeatInterval, Duration(DefaultHeartbeat))
 	orDefault(c, "watchdog.stall_grace", &c.Watchdog.StallGrace, Duration(DefaultStallGrace))
+	orDefault(c, "shutdown.grace", &c.Shutdown.Grace, Duration(DefaultShutdownGrace))
 	orDefault(c, "scheduler.max_concurrent_attempts", &c.Scheduler.MaxConcurrentAttempts, DefaultMaxConcurrentAttempts)
 	orDefault(c, "scheduler.max_interruptions", &c.Scheduler.MaxInterruptions, DefaultMaxInterruptions)
 	orDefault(c, "server.max_body_bytes", &c.Server.MaxBodyBytes, DefaultMaxBodyBytes)

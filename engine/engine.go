@@ -19,12 +19,14 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/agentrunner/agentrunner"
 	capsules "github.com/agentrunner/agentrunner/capsule"
 	"github.com/agentrunner/agentrunner/config"
 	"github.com/agentrunner/agentrunner/document"
 	"github.com/agentrunner/agentrunner/internal/eventlog"
+	"github.com/agentrunner/agentrunner/internal/heartbeat"
 	"github.com/agentrunner/agentrunner/mailbox"
 	"github.com/agentrunner/agentrunner/memory"
 	"github.com/agentrunner/agentrunner/scheduler"
@@ -160,6 +162,9 @@ func (e *Engine) scheduler(pipelines map[string]*agentrunner.Pipeline) (*schedul
 		ViewsChecked: &e.viewsChecked, Views: e.views,
 		Mailboxes: boxes, Agents: slices.Sorted(maps.Keys(cfg.Agents)),
 		Followers: map[string]agentrunner.RunFollower{},
+		// A reload may change the grace: it is read when a shutdown begins.
+		ShutdownGrace: func() time.Duration { return e.Config().Shutdown.Grace.D() },
+		Heartbeat:     heartbeat.File{Path: ws.Layout.Heartbeat()},
 	}
 	for name, p := range pipelines {
 		if p.Document == nil {
@@ -276,9 +281,13 @@ func (e *Engine) Config() *config.Config {
 func (e *Engine) Scheduler() *scheduler.Scheduler { return e.sched }
 
 // Run runs every pipeline on its schedule until ctx ends; then it returns
-// nil, leaving running steps to be resumed by the next start. Any other
-// error means the engine cannot go on (the store failed) and the process
-// should exit so a supervisor restarts it.
+// nil. A context ended with agentrunner.ErrShutdown shuts down: running
+// steps may finish within shutdown.grace, then they are interrupted and
+// recorded as shut down, to start again at once at the next start. Any
+// other end leaves running steps to be found interrupted by the next
+// start, as a crash does. Any other error means the engine cannot go on
+// (the store failed) and the process should exit so a supervisor
+// restarts it.
 func (e *Engine) Run(ctx context.Context) error {
 	e.active.Store(e.sched)
 	return e.sched.Run(ctx)
@@ -292,6 +301,27 @@ func (e *Engine) Wake() {
 		s.Wake()
 	}
 	e.callbacks.wake()
+}
+
+// Hurry cuts the grace of a shutdown short (a second signal): the running
+// steps are interrupted at once.
+func (e *Engine) Hurry() {
+	if s := e.active.Load(); s != nil {
+		s.Hurry()
+	}
+}
+
+// RequestReload asks the engine to read its configuration again (SIGHUP,
+// the file watcher): it writes a reload command, which the running
+// scheduler applies between two passes as an operator's reload, with the
+// same checks, and wakes it. operator names who asked, in the audit log.
+func (e *Engine) RequestReload(ctx context.Context, operator, reason string) error {
+	cmd := &agentrunner.Command{Kind: agentrunner.CommandReload, Operator: operator, CreatedAt: e.clock.Now(), Args: map[string]any{"reason": reason}}
+	if err := e.store.AddCommand(ctx, cmd); err != nil {
+		return fmt.Errorf("asking for a reload: %w", err)
+	}
+	e.Wake()
+	return nil
 }
 
 // observe reports a committed event.

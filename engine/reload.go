@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/agentrunner/agentrunner/config"
@@ -52,6 +54,18 @@ func (e *Engine) reload() (*scheduler.Reloaded, error) {
 	e.ws, e.cfg, e.boxes = ws, ws.Config, boxes
 	e.cfgMu.Unlock()
 	return &scheduler.Reloaded{Pipelines: pipelines, Kinds: kinds, Path: ws.Config.Path}, nil
+}
+
+// WatchedFiles are the files a reload reads: the configuration file and
+// every file it names (prompts, templates, schemas, tools.md), absolute;
+// reload.watch reloads when one of them changes.
+func (e *Engine) WatchedFiles() []string {
+	ws, cfg := e.workspace()
+	files := slices.Clone(ws.Files)
+	if path, err := filepath.Abs(cfg.Path); err == nil && cfg.Path != "" {
+		files = append(files, path)
+	}
+	return files
 }
 
 // summarize shortens a configuration error to its first problems.

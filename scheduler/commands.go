@@ -300,6 +300,7 @@ func (s *Scheduler) startWorker(ctx context.Context, t *task) {
 	a.StepRun, a.Run, a.Attempt = &sr, &run, &att
 	kind := s.opts.Kinds[st.Kind]
 	s.workers.Add(1)
+	s.inflight++
 	go func() {
 		defer s.workers.Done()
 		if timeout > 0 {

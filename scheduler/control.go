@@ -54,10 +54,10 @@ func (s *Scheduler) loadControl(ctx context.Context) error {
 	return nil
 }
 
-// mayStart reports whether an attempt may start now: a slot is free and
-// the workspace is not paused.
+// mayStart reports whether an attempt may start now: a slot is free, the
+// workspace is not paused and the runner is not shutting down.
 func (s *Scheduler) mayStart() bool {
-	return s.slots > 0 && !s.control.Paused
+	return s.slots > 0 && !s.control.Paused && !s.draining
 }
 
 // pause stops attempts from starting anywhere in the workspace: those

@@ -93,6 +93,7 @@ type harness struct {
 	pipelines map[string]*agentrunner.Pipeline
 	sched     *scheduler.Scheduler
 	stop      func()
+	shutdown  func()
 	clock     agentrunner.Clock
 	maxAtt    int
 	maxInt    int
@@ -142,17 +143,20 @@ func (h *harness) run() {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancelCause(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
 	h.sched = s
-	h.stop = func() {
-		cancel()
+	// stop stops it as a crash would; shutdown as SIGTERM does.
+	stopWith := func(cause error) {
+		cancel(cause)
 		if err := <-done; err != nil {
 			h.t.Errorf("scheduler: %v", err)
 		}
-		h.stop = nil
+		h.stop, h.shutdown = nil, nil
 	}
+	h.stop = func() { stopWith(context.Canceled) }
+	h.shutdown = func() { stopWith(agentrunner.ErrShutdown) }
 	h.t.Cleanup(func() {
 		if h.stop != nil {
 			h.stop()

@@ -36,7 +36,10 @@ func (s *Scheduler) reload(ch *agentrunner.Change, cmd *agentrunner.Command) {
 		err = s.checkReload(r)
 	}
 	if err != nil {
-		s.ignore(ch, cmd, err.Error())
+		// A warning: the reload may have been asked by a signal or the
+		// file watcher, with nobody reading the command's result.
+		s.workspaceEvent(ch, EventCommandIgnored, agentrunner.LevelWarn, commandDetails(cmd, map[string]any{"kind": cmd.Kind, "reason": err.Error()}))
+		s.consume(ch, cmd, "ignored: "+err.Error())
 		return
 	}
 	s.opts.Pipelines, s.opts.Kinds = r.Pipelines, r.Kinds

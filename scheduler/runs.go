@@ -180,6 +180,11 @@ func (s *Scheduler) read(ctx context.Context, rs *runState) error {
 			ss.att = a
 		}
 	}
+	for _, ss := range rs.steps {
+		if ss.att != nil && ss.att.Status == agentrunner.AttemptRunning {
+			ss.lastAlive = s.lastAlive(ctx, ss.att)
+		}
+	}
 	return nil
 }
 
@@ -201,7 +206,9 @@ func (s *Scheduler) resumeStepRun(ch *agentrunner.Change, rs *runState, ss *step
 	case ss.att == nil:
 		s.firstAttempt(ch, rs, ss)
 	case ss.att.Status == agentrunner.AttemptRunning:
-		s.failAttempt(ch, rs, ss, agentrunner.Fail(agentrunner.ClassInterrupted, "the runner stopped during this attempt"), nil)
+		// It ended when the runner was last known alive (read), not
+		// now: its duration does not count the time the runner was down.
+		s.failAttemptAt(ch, rs, ss, agentrunner.Fail(agentrunner.ClassInterrupted, "the runner stopped during this attempt"), nil, ss.lastAlive)
 	case ss.att.Status == agentrunner.AttemptPending:
 		t := &task{rs: rs, ss: ss, att: ss.att}
 		if ss.att.NotBefore.After(s.clock.Now()) {

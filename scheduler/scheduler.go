@@ -119,6 +119,17 @@ type Options struct {
 	// commit that changed one of the pipeline's runs, before the attempts
 	// the commit opened start, and at the start for the newest runs.
 	Followers map[string]agentrunner.RunFollower
+	// ShutdownGrace, if set, is how long the running attempts may finish
+	// once Run's context ends with agentrunner.ErrShutdown, read when the
+	// shutdown begins (a reload may change it); then they are interrupted
+	// and recorded as shut down (agentrunner.ClassShutdown). Nil or 0:
+	// they are interrupted at once. Any other end of the context stops
+	// the scheduler as a crash would: the next start finds the running
+	// attempts interrupted.
+	ShutdownGrace func() time.Duration
+	// Heartbeat, if set, is beaten while the scheduler runs, and read at
+	// a start to date the end of the attempts a crash left running.
+	Heartbeat Heartbeat
 	// ViewsChecked, if set, is shared by the schedulers of one process:
 	// the first one checks the views at its start and sets it, the others
 	// skip the check. Nil: check at every start.
@@ -180,6 +191,20 @@ type Scheduler struct {
 	control agentrunner.Control
 	// behind are the runs whose follower failed: their attempts wait.
 	behind map[string]bool
+
+	// inflight counts the attempts whose workers run.
+	inflight int
+	// draining: a shutdown began, no attempt starts; interrupted: its
+	// grace is over, the running attempts were told to stop.
+	draining, interrupted bool
+	// hurry is closed by Hurry.
+	hurry     chan struct{}
+	hurryOnce sync.Once
+	// born is when the scheduler was made: events from then on are this
+	// process's. beaten is the last heartbeat; beatFailed: one failed.
+	born       time.Time
+	beaten     time.Time
+	beatFailed bool
 }
 
 // New checks the options and returns a scheduler.
@@ -191,7 +216,7 @@ func New(opts Options) (*Scheduler, error) {
 		opts: opts, clock: opts.Clock, log: opts.Logger,
 		labels: map[*agentrunner.Step]*route.Extractor{}, wake: make(chan struct{}, 1), starts: make(chan *startRequest), settled: make(chan struct{}), awaited: newCommandResults(), timed: map[*stepState]*runState{}, due: map[string]time.Time{},
 		runs: map[string]*runState{}, halted: map[string]*runState{}, queued: map[string][]*runState{}, active: map[string]int{},
-		behind: map[string]bool{},
+		behind: map[string]bool{}, hurry: make(chan struct{}),
 	}
 	for _, name := range slices.Sorted(maps.Keys(opts.Pipelines)) {
 		p := opts.Pipelines[name]
@@ -222,6 +247,7 @@ func New(opts Options) (*Scheduler, error) {
 	s.slots = s.opts.MaxAttempts
 	s.results = make(chan *result, s.opts.MaxAttempts)
 	s.ids = newIDAllocator(s.store, s.clock)
+	s.born = s.clock.Now()
 	return s, nil
 }
 
@@ -259,32 +285,43 @@ func (s *Scheduler) Wake() {
 	}
 }
 
-// Run runs step runs until ctx ends; then it waits for the running
-// attempts to stop and returns nil, leaving them to be resumed by the next
-// start. Any other error means the scheduler cannot go on (the store
+// Run runs step runs until ctx ends. When it ends with
+// agentrunner.ErrShutdown, Run shuts down: the running attempts may finish
+// within Options.ShutdownGrace, then the rest are interrupted and recorded
+// as shut down (see shutdown). When it ends otherwise, Run stops the
+// running attempts and returns, leaving them recorded running, for the
+// next start to find interrupted as after a crash. Either way it returns
+// nil; any other error means the scheduler cannot go on (the store
 // failed) and the process should exit so a supervisor restarts it.
 func (s *Scheduler) Run(ctx context.Context) error {
 	if !s.running.CompareAndSwap(false, true) {
 		return errors.New("scheduler: already running")
 	}
-	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
+	workCtx, stopWork := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer func() {
-		stopWork()
+		stopWork(context.Canceled)
 		s.workers.Wait()
 		s.opts.Views.Flush()
 		s.running.Store(false)
 	}()
 	err := s.loop(ctx, workCtx)
-	if ctx.Err() != nil {
-		return nil
+	if ctx.Err() == nil {
+		return err
 	}
-	return err
+	if agentrunner.Shutdown(ctx) {
+		return s.shutdown(ctx, stopWork)
+	}
+	return nil
 }
 
+// loop runs passes until ctx ends. A pass, once begun, runs to its
+// commit whatever happens to ctx (pass is not canceled): the scheduler's
+// memory then matches the store, which a shutdown goes on from.
 func (s *Scheduler) loop(ctx, workCtx context.Context) error {
 	if err := s.recover(ctx); err != nil {
 		return err
 	}
+	pass := context.WithoutCancel(ctx)
 	commandsDue := true
 	for {
 		s.dispatch(workCtx)
@@ -308,7 +345,7 @@ func (s *Scheduler) loop(ctx, workCtx context.Context) error {
 		s.batch = newBatch()
 		// Commands first: a pause holds the attempts this pass opens.
 		if commandsDue {
-			if err := s.commands(ctx); err != nil {
+			if err := s.commands(pass); err != nil {
 				return err
 			}
 			commandsDue = false
@@ -318,21 +355,22 @@ func (s *Scheduler) loop(ctx, workCtx context.Context) error {
 		}
 		s.drain()
 		if req != nil {
-			if err := s.start(ctx, req); err != nil {
+			if err := s.start(pass, req); err != nil {
 				return err
 			}
 		}
 		s.timers()
 		s.overdueRuns()
-		if err := s.schedules(ctx); err != nil {
+		if err := s.schedules(pass); err != nil {
 			return err
 		}
-		if err := s.commit(ctx); err != nil {
+		if err := s.commit(pass); err != nil {
 			return err
 		}
 		if req != nil {
 			req.reply <- req.id
 		}
+		s.beat()
 		s.settledOnce.Do(func() { close(s.settled) })
 	}
 }

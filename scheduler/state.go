@@ -54,6 +54,9 @@ type stepState struct {
 	exhausted int
 	// deadline is when a waiting gate decides its default.
 	deadline time.Time
+	// lastAlive is when the runner was last known alive, for an attempt
+	// read back running at a start: the end it is recorded with.
+	lastAlive time.Time
 }
 
 // task is an attempt to run.

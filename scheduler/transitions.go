@@ -33,6 +33,7 @@ const (
 // the attempt ran) is dropped: its outcome no longer matters.
 func (s *Scheduler) handle(r *result) {
 	s.slots++
+	s.inflight--
 	if r.ss.cancel != nil {
 		r.ss.cancel()
 		r.ss.cancel = nil
@@ -56,6 +57,8 @@ func (s *Scheduler) handle(r *result) {
 	// person judges, and what the steps after an approval read.
 	s.keepFiles(ch, r.rs, r.ss, r.res, err == nil)
 	switch {
+	case r.err != nil && s.interrupted:
+		s.shutDown(ch, r.rs, r.ss, r.res) // stopped by the shutdown
 	case err != nil:
 		s.failAttempt(ch, r.rs, r.ss, err, r.res)
 	case r.res.Wait:
@@ -291,10 +294,16 @@ func agentOf(st *agentrunner.Step) string {
 	return ""
 }
 
-// closeAttempt records the end of the current attempt.
+// closeAttempt records the end of the current attempt, now.
 func (s *Scheduler) closeAttempt(ch *agentrunner.Change, rs *runState, ss *stepState, status agentrunner.AttemptStatus, res *agentrunner.StepResult, cause error) {
+	s.closeAttemptAt(ch, rs, ss, status, res, cause, s.clock.Now())
+}
+
+// closeAttemptAt records the end of the current attempt at now: the
+// present, or when the runner was last alive for an attempt a crash cut
+// short.
+func (s *Scheduler) closeAttemptAt(ch *agentrunner.Change, rs *runState, ss *stepState, status agentrunner.AttemptStatus, res *agentrunner.StepResult, cause error, now time.Time) {
 	done := *ss.att
-	now := s.clock.Now()
 	done.Status, done.EndedAt = status, now
 	if done.StartedAt.IsZero() {
 		done.StartedAt = now
@@ -308,8 +317,12 @@ func (s *Scheduler) closeAttempt(ch *agentrunner.Change, rs *runState, ss *stepS
 		done.ErrorClass, done.Error = agentrunner.ClassOf(cause), reason(cause)
 		details["error_class"], details["error"] = string(done.ErrorClass), done.Error
 		typ, level = agentrunner.EventAttemptFailed, agentrunner.LevelWarn
-		if done.ErrorClass == agentrunner.ClassInterrupted {
+		switch done.ErrorClass {
+		case agentrunner.ClassInterrupted:
 			typ = agentrunner.EventAttemptInterrupted
+		case agentrunner.ClassShutdown:
+			// Asked for, not a problem: logged as information.
+			typ, level = agentrunner.EventAttemptInterrupted, agentrunner.LevelInfo
 		}
 	}
 	ss.att = &done
@@ -330,12 +343,17 @@ func reason(err error) string {
 // failAttempt records a failed attempt, then retries the step run when
 // its class and policy allow, or escalates it as its step's OnFailure says.
 func (s *Scheduler) failAttempt(ch *agentrunner.Change, rs *runState, ss *stepState, cause error, res *agentrunner.StepResult) {
+	s.failAttemptAt(ch, rs, ss, cause, res, s.clock.Now())
+}
+
+// failAttemptAt is failAttempt for an attempt that ended at end.
+func (s *Scheduler) failAttemptAt(ch *agentrunner.Change, rs *runState, ss *stepState, cause error, res *agentrunner.StepResult, end time.Time) {
 	if s.lateFailure(ch, rs, ss, cause, res) {
 		return // the run is out of time: no retry (deadline.go)
 	}
 	st := rs.pipeline.Steps[ss.sr.Step]
 	att := ss.att
-	s.closeAttempt(ch, rs, ss, agentrunner.AttemptFailed, res, cause)
+	s.closeAttemptAt(ch, rs, ss, agentrunner.AttemptFailed, res, cause, end)
 	if s.retryExhausted(ch, rs, ss, att, cause) {
 		return // the machine's state, not the step's fault (resource.go)
 	}

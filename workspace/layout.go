@@ -48,3 +48,7 @@ func (l Layout) Memory(agent string) string { return filepath.Join(l.Root, agent
 
 // Lock is the file the workspace lock is held on.
 func (l Layout) Lock() string { return filepath.Join(l.Root, "agentrunner.lock") }
+
+// Heartbeat is the file that keeps when the runner was last alive, which
+// dates the end of the attempts a crash cut short.
+func (l Layout) Heartbeat() string { return filepath.Join(l.Root, "agentrunner.alive") }

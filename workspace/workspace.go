@@ -33,6 +33,10 @@ type Workspace struct {
 	// StateAgents are spec 5's agents by state (agents/defaults and
 	// agents/variants); nil without a backlog: section.
 	StateAgents *agentdef.Set
+	// Files are the absolute paths of the files the configuration names
+	// that Load read (prompts, templates, schemas, tools.md): what a
+	// reload.watch watches, with the configuration file.
+	Files []string
 }
 
 // Agent is an agent's configuration with its loaded files.
@@ -63,6 +67,8 @@ func (w *Workspace) Producer(file string) *Agent {
 type loader struct {
 	cfg      *config.Config
 	problems config.Problems
+	// files are those read, absolute.
+	files []string
 }
 
 func (l *loader) add(key, format string, args ...any) {
@@ -76,6 +82,9 @@ func (l *loader) read(key, path string) []byte {
 		return nil
 	}
 	abs := l.cfg.Abs(path)
+	if a, err := filepath.Abs(abs); err == nil && !slices.Contains(l.files, a) {
+		l.files = append(l.files, a)
+	}
 	data, err := os.ReadFile(abs)
 	switch {
 	case os.IsNotExist(err):
@@ -119,6 +128,8 @@ func Load(cfg *config.Config) (*Workspace, error) {
 	if len(l.problems) > 0 {
 		return nil, l.problems
 	}
+	w.Files = l.files
+	slices.Sort(w.Files)
 	return w, nil
 }
 

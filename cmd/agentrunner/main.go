@@ -8,9 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	"github.com/agentrunner/agentrunner/config"
 	"github.com/agentrunner/agentrunner/internal/childenv"
@@ -50,7 +48,7 @@ func main() {
 	if err := childenv.ProtectRunner(); err != nil {
 		fmt.Fprintf(os.Stderr, "agentrunner: warning: cannot hide the runner's environment from the processes it starts: %v\n", err)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := shutdownOnSignal(context.Background(), os.Exit)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)

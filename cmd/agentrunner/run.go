@@ -52,6 +52,11 @@ pipeline --pipeline names (needed only when there are several), with the inputs
 				return err
 			}
 			defer r.Close()
+			stop, err := r.operations(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer stop()
 			if !once {
 				r.background(cmd.Context())
 				return failureError(r.run(cmd.Context()))
@@ -72,7 +77,7 @@ pipeline --pipeline names (needed only when there are several), with the inputs
 			}
 			r.flush(cmd.Context())
 			if err != nil {
-				return failureError(err)
+				return failureError(stoppedEarly(cmd.Context(), err))
 			}
 			return report(cmd.OutOrStdout(), r, c)
 		},
@@ -108,6 +113,16 @@ func oncePipeline(cfg *config.Config, named string, inputs map[string]any) (stri
 		return "", usageError(errors.New("--input: the learning loop's cycles take no inputs; name a pipeline with --pipeline"))
 	}
 	return named, nil
+}
+
+// stoppedEarly explains the error of a run --once that a shutdown
+// stopped before its run ended: where it stands is kept, and the next run
+// goes on from there.
+func stoppedEarly(ctx context.Context, err error) error {
+	if !agentrunner.Shutdown(ctx) {
+		return err
+	}
+	return fmt.Errorf("stopped (%v) before the run ended; its steps that did not finish within shutdown.grace were interrupted and run again, with no retry spent, at the next start", context.Cause(ctx))
 }
 
 // prepare opens a loaded workspace for running.
@@ -210,16 +225,24 @@ Logs are JSON lines on stderr.`,
 			} else {
 				log.Warn("serving the API without credentials: listening on loopback only, and every caller is admin; set server.auth to expose it", "listen", ln.Addr().String())
 			}
-			ctx, cancel := context.WithCancel(cmd.Context())
-			defer cancel()
-			r.background(ctx)
+			ctx := cmd.Context()
+			// The API and the background work go on while a shutdown
+			// lets the running steps finish: they stop once the engine did.
+			live, stopLive := context.WithCancel(context.WithoutCancel(ctx))
+			defer stopLive()
+			stop, err := r.operations(ctx)
+			if err != nil {
+				return err
+			}
+			defer stop()
+			r.background(live)
 			if cfg.State.Backup.Every > 0 {
-				go r.backups().Run(ctx)
+				go r.backups().Run(live)
 			}
 			errc := make(chan error, 1)
-			go func() { errc <- srv.Serve(ctx, ln) }()
+			go func() { errc <- srv.Serve(live, ln) }()
 			runErr := r.run(ctx)
-			cancel()
+			stopLive()
 			return failureError(errors.Join(runErr, <-errc))
 		},
 	}

@@ -561,8 +561,12 @@ const (
 const exitStalled = 3
 
 // flush delivers what the outbox holds and checks the strategy once, for
-// run --once, which has no background work.
+// run --once, which has no background work. After a shutdown it does
+// not: the outbox keeps what is due for the next start.
 func (r *runner) flush(ctx context.Context) {
+	if ctx.Err() != nil {
+		return
+	}
 	if r.ws.Config.ExecutionStep() != "" {
 		if _, err := r.engine.CheckStrategy(ctx); err != nil {
 			r.log.Error("checking the strategy's validity", "error", err)

@@ -139,7 +139,9 @@ func (k *Kind) recordStatus(ctx context.Context, run *agentrunner.Run, step *con
 	ch := &agentrunner.Change{Events: []*agentrunner.Event{k.event(run, step, EventExecutionStatus, agentrunner.LevelInfo, map[string]any{
 		"strategy_id": strategyID, "status": string(status), "source": source,
 	})}}
-	if err := k.commit(ctx, ch); err != nil {
+	if err := k.commit(ctx, ch); err != nil && ctx.Err() == nil {
+		// Not when the attempt was stopped (a shutdown): the status is
+		// polled again at the next start.
 		k.log.Error("recording execution status", "error", err)
 	}
 }
