@@ -57,7 +57,7 @@ fmt-check:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 unit:
-	CGO_ENABLED=1 $(GO) test -race -count=1 -shuffle=on ./...
+	CGO_ENABLED=1 $(GO) test -race -count=1 -shuffle=on -timeout 30m ./...
 
 # Each fuzz target for a bounded count: parsers of outside input, the API's
 # requests and the configuration.
