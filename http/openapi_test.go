@@ -515,7 +515,7 @@ func TestOpenAPIOperations(t *testing.T) {
 	}
 	want := []string{agentrunner.EINVALID, agentrunner.ENOTFOUND, agentrunner.ECONFLICT, agentrunner.EUNAVAILABLE,
 		agentrunner.EUNAUTHORIZED, agentrunner.EFORBIDDEN, agentrunner.EINTERNAL, agentrunner.EUNSUPPORTED, agentrunner.EMISDIRECTED,
-		agentrunner.EUNPROCESSABLE}
+		agentrunner.EUNPROCESSABLE, agentrunner.EMETHOD}
 	slices.Sort(got)
 	slices.Sort(want)
 	if diff := cmp.Diff(want, got); diff != "" {
