@@ -683,6 +683,12 @@ type Health struct {
 	// MaxEngineLag is how far past its deadline the engine's current
 	// operation may be before the runner is not ready.
 	MaxEngineLag Duration `yaml:"max_engine_lag"`
+	// ReadyWhenPaused keeps /health/ready at 200 while an operator has
+	// paused the workspace (true by default): a pause is deliberate, and
+	// an orchestrator that stops routing to, or restarts, a paused runner
+	// would undo it or cut the operator off from the API that lifts it.
+	// A halted run is never ready: it waits for an operator unasked.
+	ReadyWhenPaused bool `yaml:"ready_when_paused"`
 }
 
 // Load reads, decodes, overrides from the environment, fills in defaults and
