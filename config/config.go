@@ -808,6 +808,10 @@ func (c *Config) Where(key string) string {
 	return c.Path
 }
 
+// Given reports whether a key was given in the file or the environment,
+// rather than left to its default.
+func (c *Config) Given(key string) bool { return c.given(key) }
+
 // Abs resolves a path of the configuration against its directory.
 func (c *Config) Abs(p string) string {
 	if p == "" || filepath.IsAbs(p) {

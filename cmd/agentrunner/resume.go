@@ -65,7 +65,7 @@ API key in $AGENTRUNNER_API_KEY, and the operator is the key's name.`,
 // resumeRemote orders the resume through the server's API, after checking
 // that the loop is halted, as the local resume does.
 func resumeRemote(cmd *cobra.Command, server, from, note string) error {
-	c, err := newAPIClient(server, from)
+	c, err := newAPIClient(cmd, server, from)
 	if err != nil {
 		return err
 	}

@@ -41,7 +41,7 @@ pipeline --pipeline names (needed only when there are several), with the inputs
 --input gives, or its unfinished run if it has one.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+			log := cmdLogger(cmd, logText, slog.LevelWarn)
 			p := &progress{w: cmd.OutOrStdout()}
 			ws, err := loadWorkspace(path)
 			if err != nil {
@@ -151,7 +151,7 @@ operator API (status, cycles, events, overrides, metrics, health) on server.list
 Logs are JSON lines on stderr.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), nil))
+			log := cmdLogger(cmd, logJSON, slog.LevelInfo)
 			ws, err := loadWorkspace(path)
 			if err != nil {
 				return err

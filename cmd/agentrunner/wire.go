@@ -265,18 +265,6 @@ func openRunner(ctx context.Context, ws *workspace.Workspace, clock agentrunner.
 		return nil, failureError(err)
 	}
 	r := &runner{ws: ws, lock: lock, es: es, log: log}
-	r.metrics = metrics.New(metrics.Options{
-		Pipeline: cfg.Name, Logger: log,
-		Tools: func() map[string]tool.Stats { return r.tools.Stats() },
-		OutboxBacklog: func(ctx context.Context) (int, error) {
-			pending, err := r.store.Outbox(ctx, agentrunner.OutboxFilter{Due: time.Now().AddDate(100, 0, 0)})
-			return len(pending), err
-		},
-		WaitingGates: func(ctx context.Context) (int, error) {
-			counts, err := r.store.RunCounts(ctx)
-			return counts.WaitingGates, err
-		},
-	})
 	observe := func(ev *agentrunner.Event) {
 		r.metrics.Observe(ev)
 		if onEvent != nil {
@@ -291,6 +279,20 @@ func openRunner(ctx context.Context, ws *workspace.Workspace, clock agentrunner.
 	if r.store, err = openStore(ctx, cfg); err != nil {
 		return nil, err
 	}
+	r.metrics = metrics.New(metrics.Options{
+		Pipeline: cfg.Name, Logger: log,
+		Tools: func() map[string]tool.Stats { return r.tools.Stats() },
+		OutboxBacklog: func(ctx context.Context) (int, error) {
+			pending, err := r.store.Outbox(ctx, agentrunner.OutboxFilter{Due: time.Now().AddDate(100, 0, 0)})
+			return len(pending), err
+		},
+		WaitingGates: func(ctx context.Context) (int, error) {
+			counts, err := r.store.RunCounts(ctx)
+			return counts.WaitingGates, err
+		},
+		Store: r.store, Pipelines: slices.Collect(maps.Keys(cfg.Graphs())),
+		Build: metricsBuild(),
+	})
 	keys, problems := providerKeys(cfg, lookupEnv)
 	if len(problems) > 0 {
 		return nil, problems
