@@ -578,7 +578,7 @@ func TestClientNamesItsServer(t *testing.T) {
 		t.Errorf("first line on stderr (-want +got):\n%s", diff)
 	}
 	code, _, stderr = cliRun(t, "cycles", "--server", f.url, "-v", "--log-format", "text")
-	if code != exitOK || !regexp.MustCompile(`^time=\S+ level=INFO msg="talking to the server" url=` + regexp.QuoteMeta(f.url) + ` from=--server\n`).MatchString(stderr) {
+	if code != exitOK || !regexp.MustCompile(`^time=\S+ level=INFO msg="talking to the server" url=`+regexp.QuoteMeta(f.url)+` from=--server\n`).MatchString(stderr) {
 		t.Errorf("cycles -v --log-format text: exit %d, stderr %q", code, stderr)
 	}
 	if code, _, stderr := cliRun(t, "cycles", "--server", f.url); code != exitOK || stderr != "" {
