@@ -579,7 +579,7 @@ func newOverrideCommand(kind, short string) *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&reason, "reason", "", "why, for the audit log")
+	reasonFlag(cmd, &reason, "")
 	r.flags(cmd)
 	cmd.Long += "\n\nThe command is durable and attributed to the API key's name; the engine applies it\nonce, and `agentrunner audit` shows what it did."
 	return cmd
@@ -601,7 +601,7 @@ func newInjectCommand() *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&reason, "reason", "", "why, for the audit log")
+	reasonFlag(cmd, &reason, "")
 	r.flags(cmd)
 	return cmd
 }
@@ -623,7 +623,7 @@ and such a reload changes nothing. ` + "`agentrunner audit`" + ` shows what the 
 			})
 		},
 	}
-	cmd.Flags().StringVar(&reason, "reason", "", "why, for the audit log")
+	reasonFlag(cmd, &reason, "")
 	r.flags(cmd)
 	return cmd
 }

@@ -383,17 +383,18 @@ func TestRemoteReload(t *testing.T) {
 }
 
 // TestRemoteResumeAndStatus: with --server, status and resume go through
-// the API; resume is refused while the loop is not halted.
+// the API; resume is refused while the loop is neither halted nor paused,
+// and lifts a pause through the API.
 func TestRemoteResumeAndStatus(t *testing.T) {
 	f := newRemoteFixture(t, remoteHistory()...)
 	t.Setenv(envAPIKey, remoteOperatorKey)
 	t.Setenv(envServer, "")
 
-	code, stdout, stderr := cliRun(t, "resume", "--server", f.url, "--note", "the service is back")
+	code, stdout, stderr := cliRun(t, "resume", "--server", f.url, "--reason", "the service is back")
 	if code != exitOK {
 		t.Fatalf("resume: exit %d, stderr:\n%s", code, stderr)
 	}
-	if want := "resume of cycle " + remoteHaltedID + " at step execute requested (command 1 by alice)\n"; stdout != want {
+	if want := "resume requested (command 1 by alice): resumes cycle " + remoteHaltedID + " at step execute\n"; stdout != want {
 		t.Errorf("resume printed %q, want %q", stdout, want)
 	}
 	cmds, err := f.store.Commands(t.Context(), agentrunner.CommandFilter{})
@@ -409,8 +410,19 @@ func TestRemoteResumeAndStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, stderr = cliRun(t, "resume", "--server", f.url)
-	if code != exitFailure || !strings.Contains(stderr, "not halted (status: execute)") {
+	if code != exitFailure || !strings.Contains(stderr, "nothing to resume: the workspace is not paused and the loop is not halted (at step execute)") {
 		t.Errorf("resume of a running loop: exit %d, stderr:\n%s", code, stderr)
+	}
+	// Paused, the running loop is resumed: the order lifts the pause.
+	if code, stdout, stderr := cliRun(t, "pause", "--server", f.url, "--reason", "maintenance"); code != exitOK {
+		t.Fatalf("pause: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if err := f.store.Apply(t.Context(), &agentrunner.Change{Control: &agentrunner.Control{Paused: true, PausedBy: "alice", PausedAt: remoteNow}}); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr = cliRun(t, "resume", "--server", f.url)
+	if want := "resume requested (command 3 by alice): lifts the pause by alice\n"; code != exitOK || stdout != want {
+		t.Errorf("resume of a paused loop: exit %d, stdout %q, want %q; stderr:\n%s", code, stdout, want, stderr)
 	}
 	t.Setenv(envServer, f.url)
 	code, stdout, stderr = cliRun(t, "status", "--json")

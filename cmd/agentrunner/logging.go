@@ -87,12 +87,13 @@ func (f *logFlags) logger(w io.Writer, format string, level slog.Level) *slog.Lo
 // logFlagsKey is the context key of the running command's logFlags.
 type logFlagsKey struct{}
 
-// prepare checks the flags and puts them in the running command's
-// context, where cmdLogger finds them.
+// prepare checks the flags, warns of old flag names given, and puts the
+// flags in the running command's context, where cmdLogger finds them.
 func (f *logFlags) prepare(cmd *cobra.Command) error {
 	if err := f.check(); err != nil {
 		return err
 	}
+	warnReplaced(cmd)
 	ctx := cmd.Context()
 	if ctx == nil {
 		ctx = context.Background()
