@@ -36,6 +36,10 @@ func newRunCommand() *cobra.Command {
 exactly one cycle, starting it now whatever the schedule says, and exits 0 only if
 the cycle completed. Without --once it runs cycles on schedule until interrupted.
 
+It prints a line per step outcome. On a terminal a line under them shows each running
+attempt's elapsed time, tool calls and tokens so far, redrawn every second; when the
+output is not a terminal (a pipe, a file, TERM=dumb) there is no such line.
+
 In a workspace without the learning loop (pipeline:), --once runs one run of the
 pipeline --pipeline names (needed only when there are several), with the inputs
 --input gives, or its unfinished run if it has one.`,
@@ -43,6 +47,11 @@ pipeline --pipeline names (needed only when there are several), with the inputs
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := cmdLogger(cmd, logText, slog.LevelWarn)
 			p := &progress{w: cmd.OutOrStdout()}
+			stopLive := func() {}
+			if isTerminal(p.w) {
+				stopLive = p.live(time.Now)
+				defer stopLive()
+			}
 			ws, err := loadWorkspace(path)
 			if err != nil {
 				return err
@@ -71,6 +80,7 @@ pipeline --pipeline names (needed only when there are several), with the inputs
 				c, err = r.engine.RunPipelineOnce(cmd.Context(), name, in)
 			}
 			r.flush(cmd.Context())
+			stopLive()
 			if err != nil {
 				return failureError(err)
 			}

@@ -85,6 +85,19 @@ func providerKeys(cfg *config.Config, lookupEnv func(string) (string, bool)) (ma
 	return keys, problems
 }
 
+// tellTurns makes the model runtimes tell onEvent each attempt's usage
+// after each turn (eventModelTurn), for the live progress line.
+func tellTurns(runtimes map[string]agentrunner.Runtime, onEvent func(*agentrunner.Event)) {
+	if onEvent == nil {
+		return
+	}
+	for _, rt := range runtimes {
+		if m, ok := rt.(*model.Runtime); ok {
+			m.OnTurn(func(t model.Turn) { onEvent(turnEvent(t)) })
+		}
+	}
+}
+
 // buildModel makes the LLM client of a model provider.
 func buildModel(cfg *config.Config, name, key string) (llm.Model, error) {
 	p := cfg.Providers[name]
@@ -325,6 +338,7 @@ func openRunner(ctx context.Context, ws *workspace.Workspace, clock agentrunner.
 	if len(problems) > 0 {
 		return nil, problems
 	}
+	tellTurns(runtimes, onEvent)
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find the agentrunner executable for process agents' MCP server: %w", err)
