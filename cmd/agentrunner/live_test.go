@@ -22,7 +22,9 @@ import (
 func TestLiveLine(t *testing.T) {
 	t0 := time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)
 	events := func(clock *clocktest.Clock, p *progress) {
-		ev := func(typ, step string, d map[string]any) { p.onEvent(&agentrunner.Event{Type: typ, CycleID: "c1", Step: step, Details: d}) }
+		ev := func(typ, step string, d map[string]any) {
+			p.onEvent(&agentrunner.Event{Type: typ, CycleID: "c1", Step: step, Details: d})
+		}
 		ev(agentrunner.EventAttemptStarted, "research", map[string]any{"attempt": 1})
 		clock.Advance(5 * time.Second)
 		ev(tool.EventToolCall, "research", map[string]any{"tool": "web_search"})
