@@ -158,7 +158,7 @@ func newServeCommand() *cobra.Command {
 		Short: "Run the pipeline continuously, with the HTTP API",
 		Long: `serve runs cycles on schedule, resuming any unfinished cycle first, and serves the
 operator API (status, cycles, events, overrides, metrics, health) on server.listen.
-Logs are JSON lines on stderr.`,
+Logs are JSON lines on stderr at info level (--log-format, --log-level).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := cmdLogger(cmd, logJSON, slog.LevelInfo)
