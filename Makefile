@@ -111,5 +111,8 @@ bench-peer:
 	$(GO) run ./bench/peers/compare -pairs $(PAIRS) -dir "$(BENCH_DIR)" -engine "$(BENCH_DIR)/engine.test" \
 		-langgraph $(LANGGRAPH) -steps $(PEER_STEPS) -n $(PEER_N) -warmup $(PEER_WARMUP) -step $(PEER_STEP)
 
+# VERSION is stamped into the binary (agentrunner version, build_info).
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+
 build:
-	CGO_ENABLED=0 $(GO) build -o agentrunner ./cmd/agentrunner
+	CGO_ENABLED=0 $(GO) build -ldflags "-X main.version=$(VERSION)" -o agentrunner ./cmd/agentrunner

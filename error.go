@@ -25,6 +25,9 @@ const (
 	// be done as given (a run's inputs fail its pipeline's schema, a
 	// decision routes to no step); the same request fails again.
 	EUNPROCESSABLE = "unprocessable"
+	// EMETHOD: the path exists but not with the request's method; the
+	// answer's Allow header lists the methods it has.
+	EMETHOD = "method_not_allowed"
 )
 
 // Error is agentrunner's error type: a code for programs and a message for

@@ -689,6 +689,12 @@ type Health struct {
 	// MaxEngineLag is how far past its deadline the engine's current
 	// operation may be before the runner is not ready.
 	MaxEngineLag Duration `yaml:"max_engine_lag"`
+	// ReadyWhenPaused keeps /health/ready at 200 while an operator has
+	// paused the workspace (true by default): a pause is deliberate, and
+	// an orchestrator that stops routing to, or restarts, a paused runner
+	// would undo it or cut the operator off from the API that lifts it.
+	// A halted run is never ready: it waits for an operator unasked.
+	ReadyWhenPaused bool `yaml:"ready_when_paused"`
 }
 
 // Secrets says where the encrypted secrets file is and what decrypts it.
@@ -820,6 +826,10 @@ func (c *Config) Where(key string) string {
 	}
 	return c.Path
 }
+
+// Given reports whether a key was given in the file or the environment,
+// rather than left to its default.
+func (c *Config) Given(key string) bool { return c.given(key) }
 
 // Abs resolves a path of the configuration against its directory.
 func (c *Config) Abs(p string) string {

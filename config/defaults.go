@@ -207,6 +207,7 @@ func (c *Config) WithDefaults() {
 	orDefault(c, "health.min_free_disk_mib", &c.Health.MinFreeDiskMiB, DefaultMinFreeDiskMiB)
 	orDefault(c, "health.max_engine_lag", &c.Health.MaxEngineLag, Duration(DefaultMaxEngineLag))
 	orDefault(c, "secrets.file", &c.Secrets.File, DefaultSecretsFile)
+	orDefault(c, "health.ready_when_paused", &c.Health.ReadyWhenPaused, true)
 	for i := range c.Server.Auth.APIKeys {
 		orDefault(c, fmt.Sprintf("server.auth.api_keys[%d].role", i), &c.Server.Auth.APIKeys[i].Role, RoleViewer)
 	}

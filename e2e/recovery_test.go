@@ -30,7 +30,8 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	binary = filepath.Join(dir, "agentrunner")
-	build := exec.Command("go", "build", "-o", binary, "../cmd/agentrunner")
+	// Stamped as a release is (make build), so a test checks the stamp.
+	build := exec.Command("go", "build", "-ldflags", "-X main.version="+e2eVersion, "-o", binary, "../cmd/agentrunner")
 	build.Stderr = os.Stderr
 	if err := build.Run(); err != nil {
 		os.RemoveAll(dir)

@@ -617,3 +617,50 @@ func TestToolsArePaged(t *testing.T) {
 		}
 	}
 }
+
+// TestReadinessWhenHaltedOrPaused: a halted run makes /health/ready 503
+// whatever the settings, naming the pipeline and how to resume; a pause
+// does only when health.ready_when_paused is false.
+func TestReadinessWhenHaltedOrPaused(t *testing.T) {
+	tests := []struct {
+		name            string
+		halted, paused  bool
+		readyWhenPaused bool
+		code            int
+		says            string
+	}{
+		{name: "running", code: 200},
+		{name: "halted", halted: true, readyWhenPaused: true, code: 503, says: "halted, waiting for an operator: crypton (1); resume with `agentrunner resume`"},
+		{name: "paused, ready when paused", paused: true, readyWhenPaused: true, code: 200},
+		{name: "paused, not ready when paused", paused: true, code: 503, says: "paused by alice since 2026-03-14T09:00:00Z (health.ready_when_paused is false)"},
+		{name: "halted and paused", halted: true, paused: true, readyWhenPaused: true, code: 503, says: "halted, waiting for an operator: crypton (1)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newAPIFixture(t, func(c *config.Config) { c.Health.ReadyWhenPaused = tt.readyWhenPaused })
+			f.reloaded = f.cfg
+			// The fixture's cycle runs; halting it is a change of it.
+			c := *f.cycle
+			var changes []*agentrunner.Change
+			if tt.halted {
+				from := c.State()
+				c.Status = agentrunner.CycleHalted
+				changes = append(changes, &agentrunner.Change{From: from, Cycle: &c})
+			}
+			if tt.paused {
+				changes = append(changes, &agentrunner.Change{Control: &agentrunner.Control{Paused: true, PausedBy: "alice", PausedAt: now.Add(-26*time.Minute - 53*time.Second)}})
+			}
+			for _, ch := range changes {
+				if err := f.store.Apply(t.Context(), ch); err != nil {
+					t.Fatal(err)
+				}
+			}
+			code, body := f.do("GET", "/health/ready", viewerKey, "")
+			loop := f.json(code, body, tt.code)["checks"].(map[string]any)["loop"].(map[string]any)
+			msg, _ := loop["message"].(string)
+			if loop["ok"] != (tt.code == 200) || !strings.Contains(msg, tt.says) || (tt.says == "") != (msg == "") {
+				t.Errorf("loop check: %v, want ok=%v saying %q", loop, tt.code == 200, tt.says)
+			}
+		})
+	}
+}

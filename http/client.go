@@ -435,10 +435,20 @@ func (c *Client) command(ctx context.Context, path []string, body any) (*Command
 // EUNAVAILABLE error, so errors.Is finds it) when ctx ended, and an
 // EUNAVAILABLE error naming the last event received when the server or the
 // network ended the stream; the caller may then stream again from that
-// event's id. It does not reconnect by itself.
+// event's id. It does not reconnect by itself: Follow does.
 func (c *Client) Stream(ctx context.Context, since string, f EventFilter, fn func(Event) error) error {
+	return c.stream(ctx, since, -1, f, fn)
+}
+
+// stream is Stream, resumed after the event lastID when it is not
+// negative: sent as Last-Event-ID, which the server takes over since.
+func (c *Client) stream(ctx context.Context, since string, lastID int64, f EventFilter, fn func(Event) error) error {
 	path := []string{"api", "events", "stream"}
-	resp, err := c.send(ctx, http.MethodGet, path, f.query(since), nil, "text/event-stream")
+	var header http.Header
+	if lastID >= 0 {
+		header = http.Header{"Last-Event-Id": {strconv.FormatInt(lastID, 10)}}
+	}
+	resp, err := c.sendWith(ctx, http.MethodGet, path, f.query(since), nil, "text/event-stream", header)
 	if err != nil {
 		return err
 	}
@@ -606,6 +616,11 @@ func (c *Client) do(ctx context.Context, method string, path []string, q url.Val
 // and "." or ".." is refused, so a caller's id can neither leave its
 // segment nor be cleaned into another route.
 func (c *Client) send(ctx context.Context, method string, path []string, q url.Values, body any, accept string) (*http.Response, error) {
+	return c.sendWith(ctx, method, path, q, body, accept, nil)
+}
+
+// sendWith is send with more request headers.
+func (c *Client) sendWith(ctx context.Context, method string, path []string, q url.Values, body any, accept string, header http.Header) (*http.Response, error) {
 	segs := make([]string, len(path))
 	for i, s := range path {
 		if s == "" || s == "." || s == ".." {
@@ -628,6 +643,9 @@ func (c *Client) send(ctx context.Context, method string, path []string, q url.V
 	req, err := http.NewRequestWithContext(ctx, method, target, rd)
 	if err != nil {
 		return nil, agentrunner.Errorf(agentrunner.EINVALID, "%s %s: %v", method, "/"+strings.Join(path, "/"), err)
+	}
+	for k, vs := range header {
+		req.Header[k] = vs
 	}
 	req.Header.Set("Accept", accept)
 	req.Header.Set("User-Agent", "agentrunner-client")

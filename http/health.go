@@ -6,7 +6,10 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
+
+	"github.com/agentrunner/agentrunner"
 )
 
 // readyTimeout bounds each readiness check.
@@ -25,7 +28,9 @@ func (s *Server) handleLive(w http.ResponseWriter, r *http.Request) {
 
 // handleReady reports whether the runner can do its work (FR-071): the
 // state database answers, the artifacts dir is writable and has free
-// space, and the engine loop is not stalled. Each check is in the body;
+// space, no run is halted waiting for an operator (nor is the workspace
+// paused, unless health.ready_when_paused), and the engine loop is not
+// stalled. Each check is in the body;
 // any failure answers 503.
 func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	checks := map[string]check{}
@@ -50,6 +55,7 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	})
 	run("artifacts_writable", func(context.Context) error { return writable(dir) })
 	run("disk_space", func(context.Context) error { return freeSpace(dir, s.cfg.Health.MinFreeDiskMiB) })
+	run("loop", s.loopReady)
 	if s.opts.Engine != nil {
 		run("engine", func(context.Context) error {
 			if late := s.opts.Engine.Stalled(); late > s.cfg.Health.MaxEngineLag.D() {
@@ -90,6 +96,34 @@ func freeSpace(dir string, minMiB int64) error {
 	}
 	if free < minMiB {
 		return fmt.Errorf("%d MiB free, below health.min_free_disk_mib %d", free, minMiB)
+	}
+	return nil
+}
+
+// loopReady fails while a run is halted, waiting for an operator, and
+// while the workspace is paused unless health.ready_when_paused: a
+// stopped loop answers every request, so only readiness (and the
+// pipeline state metric) can tell monitoring that no work is done.
+func (s *Server) loopReady(ctx context.Context) error {
+	ctl, err := s.store.Control(ctx)
+	if err != nil {
+		return fmt.Errorf("cannot read the control state")
+	}
+	counts, err := s.store.RunCounts(ctx)
+	if err != nil {
+		return fmt.Errorf("cannot count the halted runs")
+	}
+	var halted []string
+	for _, c := range counts.Unfinished {
+		if c.Status == agentrunner.RunHalted {
+			halted = append(halted, fmt.Sprintf("%s (%d)", c.Pipeline, c.N))
+		}
+	}
+	if len(halted) > 0 {
+		return fmt.Errorf("halted, waiting for an operator: %s; resume with `agentrunner resume` (the loop) or POST /api/runs/{run}/resume", strings.Join(halted, ", "))
+	}
+	if ctl.Paused && !s.config().Health.ReadyWhenPaused {
+		return fmt.Errorf("paused by %s since %s (health.ready_when_paused is false); lift it with `agentrunner resume`", ctl.PausedBy, ctl.PausedAt.UTC().Format(time.RFC3339))
 	}
 	return nil
 }

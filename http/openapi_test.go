@@ -515,7 +515,7 @@ func TestOpenAPIOperations(t *testing.T) {
 	}
 	want := []string{agentrunner.EINVALID, agentrunner.ENOTFOUND, agentrunner.ECONFLICT, agentrunner.EUNAVAILABLE,
 		agentrunner.EUNAUTHORIZED, agentrunner.EFORBIDDEN, agentrunner.EINTERNAL, agentrunner.EUNSUPPORTED, agentrunner.EMISDIRECTED,
-		agentrunner.EUNPROCESSABLE}
+		agentrunner.EUNPROCESSABLE, agentrunner.EMETHOD}
 	slices.Sort(got)
 	slices.Sort(want)
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -871,6 +871,8 @@ func TestOpenAPIResponsesMatchTheSchemas(t *testing.T) {
 		"behind": w.server(t, func(o *arhttp.Options) {
 			o.Memory = w.memory(t, errors.New("disk full"))
 		}),
+		// Ready: the world's store holds a halted run, which is not.
+		"fresh": w.server(t, func(o *arhttp.Options) { o.Store, o.Engine = openStore(t), nil }),
 		"stalled": w.server(t, func(o *arhttp.Options) {
 			o.Engine = engineLag(time.Hour)
 			o.Config.Health.MaxEngineLag = config.Duration(time.Minute)
@@ -957,8 +959,8 @@ func TestOpenAPIResponsesMatchTheSchemas(t *testing.T) {
 		{name: "config", method: "GET", target: "/api/config", want: 200},
 		{name: "document", method: "GET", target: "/api/openapi.json", want: 200},
 		{name: "live", method: "GET", target: "/health/live", want: 200},
-		{name: "ready", method: "GET", target: "/health/ready", want: 200},
-		{name: "ready without engine", srv: "bare", method: "GET", target: "/health/ready", want: 200},
+		{name: "ready without engine", srv: "fresh", method: "GET", target: "/health/ready", want: 200},
+		{name: "a run is halted", method: "GET", target: "/health/ready", want: 503},
 		{name: "engine stalled", srv: "stalled", method: "GET", target: "/health/ready", want: 503},
 		{name: "metrics", method: "GET", target: "/metrics", want: 200},
 

@@ -43,6 +43,7 @@ var statusOf = map[string]int{
 	// Unprocessable after EINVALID's 400: the body parsed, its content is
 	// refused.
 	agentrunner.EUNPROCESSABLE: http.StatusUnprocessableEntity,
+	agentrunner.EMETHOD:        http.StatusMethodNotAllowed,
 }
 
 // Server serves the API of one workspace. It reads the store and writes
@@ -143,11 +144,55 @@ func New(opts Options) (*Server, error) {
 		}
 		s.mux.Handle(rt.pattern, h)
 	}
-	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		s.writeError(w, r, agentrunner.Errorf(agentrunner.ENOTFOUND, "no route %s %s", r.Method, r.URL.Path))
-	})
-	s.handler = s.conns.inHandler(s.guard(s.writeDeadline(s.mux)))
+	s.handler = s.conns.inHandler(s.guard(s.writeDeadline(http.HandlerFunc(s.route))))
 	return s, nil
+}
+
+// route serves a request through the mux, and answers one that no route
+// takes in the API's error format. The mux is not given a catch-all "/"
+// route: that route would match every method, so a wrong method on a
+// known path would become a 404 instead of the mux's 405 with Allow.
+func (s *Server) route(w http.ResponseWriter, r *http.Request) {
+	h, pattern := s.mux.Handler(r)
+	if pattern != "" {
+		s.mux.ServeHTTP(w, r) // sets the path values Handler does not
+		return
+	}
+	// The mux's own answer (404, 405 or a redirect) is run on a recorder
+	// of its status and headers only: its plain-text body is replaced.
+	rec := &headerRecorder{header: http.Header{}}
+	h.ServeHTTP(rec, r)
+	switch rec.status {
+	case http.StatusMethodNotAllowed:
+		w.Header().Set("Allow", rec.header.Get("Allow"))
+		s.writeError(w, r, agentrunner.Errorf(agentrunner.EMETHOD, "%s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, rec.header.Get("Allow")))
+	case http.StatusNotFound:
+		s.writeError(w, r, agentrunner.Errorf(agentrunner.ENOTFOUND, "no route %s %s", r.Method, r.URL.Path))
+	default:
+		s.mux.ServeHTTP(w, r)
+	}
+}
+
+// headerRecorder keeps the status and headers of an answer and drops its
+// body.
+type headerRecorder struct {
+	header http.Header
+	status int
+}
+
+func (h *headerRecorder) Header() http.Header { return h.header }
+
+func (h *headerRecorder) Write(p []byte) (int, error) {
+	if h.status == 0 {
+		h.status = http.StatusOK
+	}
+	return len(p), nil
+}
+
+func (h *headerRecorder) WriteHeader(code int) {
+	if h.status == 0 {
+		h.status = code
+	}
 }
 
 // authenticated marks the connection of a request that passed

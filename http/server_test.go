@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -538,5 +539,61 @@ func TestExecutionCallback(t *testing.T) {
 				t.Errorf("the engine was woken %d times, want 1", woken)
 			}
 		})
+	}
+}
+
+// TestWrongMethodIs405WithAllow: a known path asked with a method it does
+// not have is answered 405 with the Allow header and the API's error
+// body; an unknown path is still a 404; a right method still answers.
+// Served on a real listener, as a client sees it.
+func TestWrongMethodIs405WithAllow(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := newServer(t, arhttp.Options{Store: openStore(t), Config: testConfig(), Clock: clocktest.New(now), Logger: slog.New(slog.DiscardHandler)})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go srv.Serve(ctx, ln)
+	base := "http://" + ln.Addr().String()
+	tests := []struct {
+		name, method, path string
+		status             int
+		allow, code, says  string
+	}{
+		{"DELETE of a GET route", http.MethodDelete, "/api/status", 405, "GET, HEAD", agentrunner.EMETHOD, "DELETE is not allowed on /api/status; allowed: GET, HEAD"},
+		{"GET of a POST route", http.MethodGet, "/api/admin/reload", 405, "POST", agentrunner.EMETHOD, "GET is not allowed on /api/admin/reload; allowed: POST"},
+		{"PUT of a path with GET and POST", http.MethodPut, "/api/backlog", 405, "GET, HEAD, POST", agentrunner.EMETHOD, "PUT is not allowed on /api/backlog; allowed: GET, HEAD, POST"},
+		{"unknown path", http.MethodGet, "/api/nothing", 404, "", agentrunner.ENOTFOUND, "no route GET /api/nothing"},
+		{"unknown path, other method", http.MethodDelete, "/nothing", 404, "", agentrunner.ENOTFOUND, "no route DELETE /nothing"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, _ := http.NewRequest(tt.method, base+tt.path, nil)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var body struct {
+				Error struct{ Code, Message string } `json:"error"`
+			}
+			if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+				t.Fatalf("body: %v", err)
+			}
+			got := []string{resp.Status, resp.Header.Get("Allow"), body.Error.Code, body.Error.Message}
+			want := []string{fmt.Sprintf("%d %s", tt.status, http.StatusText(tt.status)), tt.allow, tt.code, tt.says}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("status, Allow, code, message (-want +got):\n%s", diff)
+			}
+		})
+	}
+	resp, err := http.Get(base + "/api/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("GET /api/status: %d, want 200", resp.StatusCode)
 	}
 }

@@ -38,19 +38,22 @@ type stateCollector struct {
 	backlog func(ctx context.Context) (int, error)
 	gates   func(ctx context.Context) (int, error)
 	timeout time.Duration
-	errors  *prometheus.CounterVec // agentrunner_scrape_errors_total
-	log     *slog.Logger
+	// pipelines: the pipeline collector counts its errors here too.
+	pipelines bool
+	errors    *prometheus.CounterVec // agentrunner_scrape_errors_total
+	log       *slog.Logger
 }
 
 var _ prometheus.Collector = (*stateCollector)(nil)
 
 func newStateCollector(opts Options) *stateCollector {
 	c := &stateCollector{
-		tools:   opts.Tools,
-		backlog: opts.OutboxBacklog,
-		gates:   opts.WaitingGates,
-		timeout: opts.BacklogTimeout,
-		log:     opts.Logger,
+		tools:     opts.Tools,
+		backlog:   opts.OutboxBacklog,
+		gates:     opts.WaitingGates,
+		timeout:   opts.BacklogTimeout,
+		pipelines: opts.Store != nil,
+		log:       opts.Logger,
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "agentrunner_scrape_errors_total",
 			Help: "Scrapes that could not read a value, by source; the value's sample is left out of that scrape.",
@@ -69,6 +72,9 @@ func newStateCollector(opts Options) *stateCollector {
 	if c.gates != nil {
 		c.errors.WithLabelValues(sourceWaitingGates)
 	}
+	if opts.Store != nil {
+		c.errors.WithLabelValues(sourcePipelines)
+	}
 	return c
 }
 
@@ -83,7 +89,7 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	if c.gates != nil {
 		ch <- waitingGatesDesc
 	}
-	if c.backlog != nil || c.gates != nil {
+	if c.countsErrors() {
 		c.errors.Describe(ch)
 	}
 }
@@ -99,11 +105,16 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	if c.gates != nil {
 		c.collectCount(ch, waitingGatesDesc, sourceWaitingGates, "waiting gates", c.gates)
 	}
-	if c.backlog != nil || c.gates != nil {
+	if c.countsErrors() {
 		// Collected here, after the reads, so that a scrape that lacks a
 		// value also shows the error that made it lack it.
 		c.errors.Collect(ch)
 	}
+}
+
+// countsErrors reports whether a read of the store can fail a scrape.
+func (c *stateCollector) countsErrors() bool {
+	return c.backlog != nil || c.gates != nil || c.pipelines
 }
 
 // collectCount sends the gauge desc of what read counts, or, when the
@@ -148,14 +159,23 @@ func (c *stateCollector) collectBreakers(ch chan<- prometheus.Metric) {
 	}
 }
 
-// readCount calls read (what it counts) with a timeout, and stops waiting
-// at the timeout even if read does not: a scrape must not hang on a stuck
-// store.
+// readCount calls read (what it counts) within the timeout, refusing a
+// negative count.
 func (c *stateCollector) readCount(what string, read func(context.Context) (int, error)) (int, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	n, err := readWithin(c.timeout, what, read)
+	if err == nil && n < 0 {
+		return 0, fmt.Errorf("%s: negative count %d", what, n)
+	}
+	return n, err
+}
+
+// readWithin calls read (of what) with a timeout, and stops waiting at the
+// timeout even if read does not: a scrape must not hang on a stuck store.
+func readWithin[T any](timeout time.Duration, what string, read func(context.Context) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	type result struct {
-		n   int
+		v   T
 		err error
 	}
 	done := make(chan result, 1) // buffered: a late answer must not block
@@ -167,19 +187,18 @@ func (c *stateCollector) readCount(what string, read func(context.Context) (int,
 				done <- result{err: fmt.Errorf("panic: %v", p)}
 			}
 		}()
-		n, err := read(ctx)
-		done <- result{n, err}
+		v, err := read(ctx)
+		done <- result{v, err}
 	}()
 	select {
 	case r := <-done:
 		if r.err != nil {
-			return 0, fmt.Errorf("%s: %w", what, r.err)
+			var zero T
+			return zero, fmt.Errorf("%s: %w", what, r.err)
 		}
-		if r.n < 0 {
-			return 0, fmt.Errorf("%s: negative count %d", what, r.n)
-		}
-		return r.n, nil
+		return r.v, nil
 	case <-ctx.Done():
-		return 0, errors.New(what + ": no answer within " + c.timeout.String())
+		var zero T
+		return zero, errors.New(what + ": no answer within " + timeout.String())
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -88,6 +89,15 @@ type Options struct {
 	BacklogTimeout time.Duration
 	// Logger says why a scrape left a value out; default discards.
 	Logger *slog.Logger
+	// Store and Pipelines: the state, last success and ended runs of each
+	// pipeline named are read from Store at each scrape
+	// (agentrunner_pipeline_*), so they survive a restart. Nil Store: no
+	// such metrics.
+	Store     PipelineStore
+	Pipelines []string
+	// Build names the binary in agentrunner_build_info; zero: no such
+	// metric.
+	Build BuildInfo
 }
 
 // Metrics holds agentrunner's collectors on their own registry, so that
@@ -206,8 +216,17 @@ func New(opts Options) *Metrics {
 	own.MustRegister(m.cycles, m.cycleDuration, m.stepOutcomes, m.stepDuration, m.tokens,
 		m.retries, m.toolCalls, m.toolDuration, m.escalations, m.resources, m.backups, m.lastBackup,
 		m.runs, m.transitions, m.gateDecisions, m.signals, m.confidence)
-	if opts.Tools != nil || opts.OutboxBacklog != nil || opts.WaitingGates != nil {
-		own.MustRegister(newStateCollector(opts))
+	if opts.Tools != nil || opts.OutboxBacklog != nil || opts.WaitingGates != nil || opts.Store != nil {
+		state := newStateCollector(opts)
+		own.MustRegister(state)
+		if opts.Store != nil {
+			// Its samples name each pipeline, so not under the constant
+			// label.
+			m.reg.MustRegister(&pipelineCollector{store: opts.Store, pipelines: slices.Sorted(slices.Values(opts.Pipelines)), state: state})
+		}
+	}
+	if opts.Build != (BuildInfo{}) {
+		m.reg.MustRegister(buildCollector(opts.Build))
 	}
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 

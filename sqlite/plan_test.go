@@ -127,6 +127,10 @@ func TestReadsUseIndexes(t *testing.T) {
 		// entries of step_runs_unfinished.
 		query{"unfinished run counts", sqlRunCounts, nil, []string{"SCAN runs USING COVERING INDEX runs_unfinished_counts"},
 			[]string{"SCAN runs USING COVERING INDEX runs_unfinished_counts"}},
+		// The metrics' totals of every run read the covering index of
+		// pipeline and status alone, in its order.
+		query{"run totals", sqlRunTotals, nil, []string{"SCAN runs USING COVERING INDEX runs_pipeline_status"},
+			[]string{"SCAN runs USING COVERING INDEX runs_pipeline_status"}},
 		query{"waiting gate count", sqlWaitingGates, nil, []string{"SEARCH step_runs USING COVERING INDEX step_runs_unfinished (status=?)"}, nil},
 		query{"audit page", `SELECT ` + commandColumns + ` FROM commands ` + sqlCommandsPage, []any{100, 20}, []string{"INTEGER PRIMARY KEY (rowid<?)"}, nil},
 		query{"tool usage of all time", sqlToolTotals, nil, []string{"SCAN tool_usage_totals"}, nil},
@@ -178,5 +182,36 @@ func TestTypeIndexConditionIsTheQuerys(t *testing.T) {
 		if !strings.Contains(sqlNotStepEvent, "'"+typ+"'") {
 			t.Errorf("sqlNotStepEvent leaves out %s", typ)
 		}
+	}
+}
+
+// TestRunTotals: every run is counted by pipeline and status, finished or
+// not, ordered by both.
+func TestRunTotals(t *testing.T) {
+	s := open(t)
+	defer s.Close()
+	t0 := time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC)
+	run := func(id, pipeline string, status agentrunner.RunStatus) *agentrunner.Run {
+		r := &agentrunner.Run{ID: id, Pipeline: pipeline, Status: status, Dir: t.TempDir(), StartedAt: t0}
+		if status.Finished() {
+			r.EndedAt = t0.Add(time.Minute)
+		}
+		return r
+	}
+	if err := s.ApplyAll(context.Background(), &agentrunner.Change{Runs: []*agentrunner.Run{
+		run("b-000001", "b", agentrunner.RunCompleted), run("a-000001", "a", agentrunner.RunFailed),
+		run("a-000002", "a", agentrunner.RunCompleted), run("a-000003", "a", agentrunner.RunCompleted),
+		run("a-000004", "a", agentrunner.RunHalted),
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.RunTotals(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []agentrunner.RunCount{{Pipeline: "a", Status: agentrunner.RunCompleted, N: 2}, {Pipeline: "a", Status: agentrunner.RunFailed, N: 1},
+		{Pipeline: "a", Status: agentrunner.RunHalted, N: 1}, {Pipeline: "b", Status: agentrunner.RunCompleted, N: 1}}
+	if !slices.Equal(want, got) {
+		t.Errorf("totals %+v, want %+v", got, want)
 	}
 }

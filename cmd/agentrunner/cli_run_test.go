@@ -205,7 +205,7 @@ func TestRunOnceFailsWhenTheExecutionServiceIsDown(t *testing.T) {
 		t.Errorf("a halted loop ran on without an operator: exit %d", code)
 	}
 	code, stdout, stderr = cliRun(t, "resume", "-c", cfg, "--operator", "alice", "--note", "the service is back")
-	if code != exitOK || !strings.Contains(stdout, "at step execute requested") {
+	if code != exitOK || !strings.Contains(stdout, "resumes cycle "+filepath.Base(cycles[0])+" at step execute") || !strings.Contains(stderr, "--note is an old name of --reason") {
 		t.Fatalf("resume: exit %d\n%s%s", code, stdout, stderr)
 	}
 	cliMockExec(t)

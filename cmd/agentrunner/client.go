@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"maps"
 	"net"
 	"os"
@@ -18,7 +19,6 @@ import (
 	"unicode"
 
 	"github.com/agentrunner/agentrunner"
-	"github.com/agentrunner/agentrunner/config"
 	arhttp "github.com/agentrunner/agentrunner/http"
 	"github.com/spf13/cobra"
 )
@@ -61,8 +61,9 @@ type remote struct {
 
 const remoteLong = `
 The server is --server, else $AGENTRUNNER_SERVER, else http://<server.listen> of the
-configuration file (-c, default ./agentrunner.yaml) when it exists, else
-http://127.0.0.1:8080. The API key, when the server needs one, is read from
+configuration file (-c, default ./agentrunner.yaml) when the file sets server.listen;
+without any of them the command stops and says so, rather than guess. --verbose (-v)
+names the server on stderr first. The API key, when the server needs one, is read from
 $AGENTRUNNER_API_KEY.`
 
 func (r *remote) flags(cmd *cobra.Command) {
@@ -74,7 +75,7 @@ func (r *remote) flags(cmd *cobra.Command) {
 
 // serverFlag adds --server to a command.
 func serverFlag(cmd *cobra.Command, server *string) {
-	cmd.Flags().StringVar(server, "server", "", "URL of the agentrunner server (default $"+envServer+")")
+	cmd.Flags().StringVar(server, "server", "", "URL of the agentrunner server (default $"+envServer+", else server.listen of the configuration)")
 }
 
 // explicitServer is the server named by --server or $AGENTRUNNER_SERVER,
@@ -93,17 +94,18 @@ func (r *remote) client(cmd *cobra.Command) (*arhttp.Client, error) {
 	server, from := explicitServer(r.server)
 	if server == "" {
 		var err error
-		if server, err = serverOfConfig(r.config, cmd.Flags().Changed("config")); err != nil {
+		if server, err = serverOfConfig(r.config); err != nil {
 			return nil, err
 		}
 		from = "server.listen of " + r.config
 	}
-	return newAPIClient(server, from)
+	return newAPIClient(cmd, server, from)
 }
 
 // newAPIClient returns a client of server, named by from, with the key of
-// the environment.
-func newAPIClient(server, from string) (*arhttp.Client, error) {
+// the environment. It names the server in the log (--verbose), since a
+// workspace's commands may reach another workspace's server.
+func newAPIClient(cmd *cobra.Command, server, from string) (*arhttp.Client, error) {
 	key := os.Getenv(envAPIKey)
 	c, err := arhttp.NewClient(server, key, nil)
 	if err != nil {
@@ -114,28 +116,34 @@ func newAPIClient(server, from string) (*arhttp.Client, error) {
 		}
 		return nil, usageError(fmt.Errorf("%s: %v", from, err))
 	}
+	cmdLogger(cmd, logText, slog.LevelWarn).Info("talking to the server", "url", c.BaseURL(), "from", from)
 	return c, nil
 }
 
-// serverOfConfig is http://<server.listen> of the configuration at path,
-// or the default listen address when the file does not exist and was not
-// named explicitly.
-func serverOfConfig(path string, explicit bool) (string, error) {
-	listen := config.DefaultListen
-	if _, err := os.Stat(path); err == nil {
-		// Only server.listen is needed, so problems elsewhere in a file
-		// that decodes (a missing template, say) do not stop the client.
-		cfg, err := loadConfig(path)
-		if cfg == nil {
-			return "", err
-		}
-		listen = cfg.Server.Listen
-	} else if explicit {
+// howToNameServer ends the errors of a command that found no server.
+const howToNameServer = "give the server's URL with --server or $" + envServer + " (e.g. http://127.0.0.1:8080), or run in the workspace whose agentrunner.yaml sets server.listen (or pass it with -c)"
+
+// serverOfConfig is http://<server.listen> of the configuration at path.
+// A missing file, or one that does not set server.listen, is an error:
+// falling back to the default address would talk to whichever runner
+// listens there, maybe another workspace's.
+func serverOfConfig(path string) (string, error) {
+	if _, err := os.Stat(path); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return "", usageError(fmt.Errorf("configuration %s does not exist; give the server with --server or $%s", path, envServer))
+			return "", usageError(fmt.Errorf("no server to talk to: %s does not exist; %s", path, howToNameServer))
 		}
 		return "", usageError(fmt.Errorf("configuration %s: %w", path, err))
 	}
+	// Only server.listen is needed, so problems elsewhere in a file that
+	// decodes (a missing template, say) do not stop the client.
+	cfg, err := loadConfig(path)
+	if cfg == nil {
+		return "", err
+	}
+	if !cfg.Given("server.listen") {
+		return "", usageError(fmt.Errorf("no server to talk to: %s does not set server.listen; %s", path, howToNameServer))
+	}
+	listen := cfg.Server.Listen
 	host, port, err := net.SplitHostPort(listen)
 	if err != nil {
 		return "", usageError(fmt.Errorf("server.listen %q of %s: want host:port; or give --server", listen, path))
@@ -502,7 +510,7 @@ func newEventsCommand() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&since, "since", "", "list events after this event id, or at or after this RFC 3339 time")
 	limitFlag(cmd, &limit)
-	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "print events as they are committed, until interrupted")
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "print events as they are committed, until interrupted; reconnects across restarts of the server")
 	cmd.Flags().StringVar(&cycle, "cycle", "", "only the events of this cycle id")
 	cmd.Flags().StringVar(&typ, "type", "", "only events of this type, e.g. attempt.failed")
 	cmd.Flags().StringVar(&level, "level", "", "only events of this level or above: debug, info, warn, error")
@@ -515,7 +523,8 @@ func newEventsCommand() *cobra.Command {
 var followWidths = []int{6, 20, 5, 22, 15, 10, 10, 0}
 
 // followEvents prints events as the server streams them until the
-// command's context ends (an interrupt), which is success.
+// command's context ends (an interrupt), which is success. A restart of
+// the server does not end it: it reconnects with Last-Event-ID.
 func followEvents(cmd *cobra.Command, c *arhttp.Client, since string, f arhttp.EventFilter, asJSON bool) error {
 	out := cmd.OutOrStdout()
 	line := func(cells []string) {
@@ -533,7 +542,11 @@ func followEvents(cmd *cobra.Command, c *arhttp.Client, since string, f arhttp.E
 	if !asJSON {
 		line(eventColumns)
 	}
-	err := c.Stream(cmd.Context(), since, f, func(e arhttp.Event) error {
+	log := cmdLogger(cmd, logText, slog.LevelWarn)
+	onBreak := func(err error, wait time.Duration) {
+		log.Warn("the event stream broke; reconnecting from the last event printed", "server", c.BaseURL(), "error", err.Error(), "wait", wait.String())
+	}
+	err := c.Follow(cmd.Context(), since, f, func(e arhttp.Event) error {
 		if asJSON {
 			data, err := json.Marshal(e)
 			if err != nil {
@@ -544,8 +557,8 @@ func followEvents(cmd *cobra.Command, c *arhttp.Client, since string, f arhttp.E
 		}
 		line(eventCells(e))
 		return nil
-	})
-	if cmd.Context().Err() != nil {
+	}, onBreak)
+	if err == nil {
 		return nil // interrupted: the way to stop following
 	}
 	return apiError(c, err)
@@ -566,7 +579,7 @@ func newOverrideCommand(kind, short string) *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&reason, "reason", "", "why, for the audit log")
+	reasonFlag(cmd, &reason, "")
 	r.flags(cmd)
 	cmd.Long += "\n\nThe command is durable and attributed to the API key's name; the engine applies it\nonce, and `agentrunner audit` shows what it did."
 	return cmd
@@ -588,7 +601,7 @@ func newInjectCommand() *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&reason, "reason", "", "why, for the audit log")
+	reasonFlag(cmd, &reason, "")
 	r.flags(cmd)
 	return cmd
 }
@@ -610,7 +623,7 @@ and such a reload changes nothing. ` + "`agentrunner audit`" + ` shows what the 
 			})
 		},
 	}
-	cmd.Flags().StringVar(&reason, "reason", "", "why, for the audit log")
+	reasonFlag(cmd, &reason, "")
 	r.flags(cmd)
 	return cmd
 }

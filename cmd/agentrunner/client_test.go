@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -382,17 +383,18 @@ func TestRemoteReload(t *testing.T) {
 }
 
 // TestRemoteResumeAndStatus: with --server, status and resume go through
-// the API; resume is refused while the loop is not halted.
+// the API; resume is refused while the loop is neither halted nor paused,
+// and lifts a pause through the API.
 func TestRemoteResumeAndStatus(t *testing.T) {
 	f := newRemoteFixture(t, remoteHistory()...)
 	t.Setenv(envAPIKey, remoteOperatorKey)
 	t.Setenv(envServer, "")
 
-	code, stdout, stderr := cliRun(t, "resume", "--server", f.url, "--note", "the service is back")
+	code, stdout, stderr := cliRun(t, "resume", "--server", f.url, "--reason", "the service is back")
 	if code != exitOK {
 		t.Fatalf("resume: exit %d, stderr:\n%s", code, stderr)
 	}
-	if want := "resume of cycle " + remoteHaltedID + " at step execute requested (command 1 by alice)\n"; stdout != want {
+	if want := "resume requested (command 1 by alice): resumes cycle " + remoteHaltedID + " at step execute\n"; stdout != want {
 		t.Errorf("resume printed %q, want %q", stdout, want)
 	}
 	cmds, err := f.store.Commands(t.Context(), agentrunner.CommandFilter{})
@@ -408,8 +410,19 @@ func TestRemoteResumeAndStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, stderr = cliRun(t, "resume", "--server", f.url)
-	if code != exitFailure || !strings.Contains(stderr, "not halted (status: execute)") {
+	if code != exitFailure || !strings.Contains(stderr, "nothing to resume: the workspace is not paused and the loop is not halted (at step execute)") {
 		t.Errorf("resume of a running loop: exit %d, stderr:\n%s", code, stderr)
+	}
+	// Paused, the running loop is resumed: the order lifts the pause.
+	if code, stdout, stderr := cliRun(t, "pause", "--server", f.url, "--reason", "maintenance"); code != exitOK {
+		t.Fatalf("pause: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if err := f.store.Apply(t.Context(), &agentrunner.Change{Control: &agentrunner.Control{Paused: true, PausedBy: "alice", PausedAt: remoteNow}}); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr = cliRun(t, "resume", "--server", f.url)
+	if want := "resume requested (command 3 by alice): lifts the pause by alice\n"; code != exitOK || stdout != want {
+		t.Errorf("resume of a paused loop: exit %d, stdout %q, want %q; stderr:\n%s", code, stdout, want, stderr)
 	}
 	t.Setenv(envServer, f.url)
 	code, stdout, stderr = cliRun(t, "status", "--json")
@@ -507,6 +520,10 @@ func TestRemoteServerFromTheConfiguration(t *testing.T) {
 	}
 }
 
+// TestServerOfConfig: the server is http://<server.listen> of the
+// configuration, reached on loopback when it listens everywhere; a
+// missing file or one without server.listen is a usage error saying how
+// to name the server, never a silent 127.0.0.1:8080.
 func TestServerOfConfig(t *testing.T) {
 	dir := t.TempDir()
 	// write returns the configuration of a new workspace listening there.
@@ -515,35 +532,69 @@ func TestServerOfConfig(t *testing.T) {
 		cliEdit(t, cliConfigPath(ws), "listen: 127.0.0.1:8080", "listen: \""+listen+"\"")
 		return cliConfigPath(ws)
 	}
+	unset := cliExample(t)
+	cliEdit(t, cliConfigPath(unset), "server:\n  listen: 127.0.0.1:8080\n", "")
 	tests := []struct {
-		name     string
-		path     string
-		explicit bool
-		want     string
-		code     int // exit status of the error; 0: none
+		name string
+		path string
+		want string
+		says string // in the error; "": none
 	}{
-		{"no file", filepath.Join(dir, "agentrunner.yaml"), false, "http://127.0.0.1:8080", 0},
-		{"no file named with -c", filepath.Join(dir, "agentrunner.yaml"), true, "", exitUsage},
-		{"loopback", write("127.0.0.1:9090"), true, "http://127.0.0.1:9090", 0},
-		{"every interface", write(":9090"), false, "http://127.0.0.1:9090", 0},
-		{"every IPv4 interface", write("0.0.0.0:9090"), false, "http://127.0.0.1:9090", 0},
-		{"every IPv6 interface", write("[::]:9090"), false, "http://[::1]:9090", 0},
-		{"a host name", write("runner.internal:9090"), false, "http://runner.internal:9090", 0},
+		{"no file", filepath.Join(dir, "agentrunner.yaml"), "", "agentrunner.yaml does not exist; give the server's URL with --server or $AGENTRUNNER_SERVER"},
+		{"no server.listen", cliConfigPath(unset), "", "agentrunner.yaml does not set server.listen; give the server's URL with --server or $AGENTRUNNER_SERVER"},
+		{"loopback", write("127.0.0.1:9090"), "http://127.0.0.1:9090", ""},
+		{"every interface", write(":9090"), "http://127.0.0.1:9090", ""},
+		{"every IPv4 interface", write("0.0.0.0:9090"), "http://127.0.0.1:9090", ""},
+		{"every IPv6 interface", write("[::]:9090"), "http://[::1]:9090", ""},
+		{"a host name", write("runner.internal:9090"), "http://runner.internal:9090", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := serverOfConfig(tt.path, tt.explicit)
-			code := 0
-			if err != nil {
-				code = exitFailure
-				if ee, ok := err.(*exitError); ok {
-					code = ee.code
-				}
+			got, err := serverOfConfig(tt.path)
+			var ee *exitError
+			if tt.says == "" && err != nil || tt.says != "" && (!errors.As(err, &ee) || ee.code != exitUsage || !strings.Contains(err.Error(), tt.says)) {
+				t.Errorf("serverOfConfig(%s) error %v; want a usage error saying %q", tt.path, err, tt.says)
 			}
-			if got != tt.want || code != tt.code {
-				t.Errorf("serverOfConfig(%s, %v) = %q, %v; want %q, exit %d", tt.path, tt.explicit, got, err, tt.want, tt.code)
+			if got != tt.want {
+				t.Errorf("serverOfConfig(%s) = %q, want %q", tt.path, got, tt.want)
 			}
 		})
+	}
+}
+
+// TestClientNamesItsServer: without a server named anywhere a client
+// command stops with exit 2 and says how to name one, sending nothing;
+// with --verbose it names the server it talks to on stderr first, in the
+// --log-format asked for.
+func TestClientNamesItsServer(t *testing.T) {
+	f := newRemoteFixture(t, remoteHistory()...)
+	t.Setenv(envAPIKey, remoteViewerKey)
+	t.Setenv(envServer, "")
+	empty := t.TempDir()
+	code, stdout, stderr := cliRun(t, "cycles", "-c", filepath.Join(empty, "agentrunner.yaml"))
+	if code != exitUsage || stdout != "" || !strings.Contains(stderr, "no server to talk to") || !strings.Contains(stderr, "--server or $AGENTRUNNER_SERVER") {
+		t.Errorf("cycles without a server: exit %d\n%s%s", code, stdout, stderr)
+	}
+	code, stdout, stderr = cliRun(t, "cycles", "--server", f.url, "-v", "--log-format", "json")
+	if code != exitOK || !strings.Contains(stdout, remoteHaltedID) {
+		t.Fatalf("cycles -v: exit %d\n%s%s", code, stdout, stderr)
+	}
+	first, _, _ := strings.Cut(stderr, "\n")
+	var line map[string]any
+	if err := json.Unmarshal([]byte(first), &line); err != nil {
+		t.Fatalf("the first line on stderr is not JSON: %q", first)
+	}
+	delete(line, "time")
+	want := map[string]any{"level": "INFO", "msg": "talking to the server", "url": f.url, "from": "--server"}
+	if diff := cmp.Diff(want, line); diff != "" {
+		t.Errorf("first line on stderr (-want +got):\n%s", diff)
+	}
+	code, _, stderr = cliRun(t, "cycles", "--server", f.url, "-v", "--log-format", "text")
+	if code != exitOK || !regexp.MustCompile(`^time=\S+ level=INFO msg="talking to the server" url=`+regexp.QuoteMeta(f.url)+` from=--server\n`).MatchString(stderr) {
+		t.Errorf("cycles -v --log-format text: exit %d, stderr %q", code, stderr)
+	}
+	if code, _, stderr := cliRun(t, "cycles", "--server", f.url); code != exitOK || stderr != "" {
+		t.Errorf("cycles without -v: exit %d, stderr %q", code, stderr)
 	}
 }
 

@@ -230,6 +230,6 @@ func printTurns(ctx context.Context, out io.Writer, store turnStore, run string)
 // the command's output and warnings to its error output.
 func demoRunner(cmd *cobra.Command, ws *workspace.Workspace) (*runner, error) {
 	p := &progress{w: cmd.OutOrStdout()}
-	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	log := cmdLogger(cmd, logText, slog.LevelWarn)
 	return openRunner(cmd.Context(), ws, agentrunner.SystemClock{}, log, p.onEvent)
 }

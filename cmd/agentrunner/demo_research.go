@@ -93,7 +93,7 @@ func demoResearchLead(cmd *cobra.Command, dir string) error {
 	fmt.Fprintf(out, "demo workspace: %s (spec 4's lead and three sub-agents; a scripted model on the OpenAI wire format at %s, web_search left out)\n", dir, srv.URL())
 	fmt.Fprintf(out, "query: %s\n", demoResearchQuery)
 	p := &researchProgress{progress: progress{w: out}, children: map[string]string{}}
-	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	log := cmdLogger(cmd, logText, slog.LevelWarn)
 	r, err := openRunner(cmd.Context(), ws, agentrunner.SystemClock{}, log, p.onEvent)
 	if err != nil {
 		return err

@@ -93,6 +93,11 @@ agents and records every state change durably, so a crash resumes where it stopp
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	logs := persistentLogFlags(root)
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return logs.prepare(cmd) }
+	build := readBuild()
+	root.Version = build.Version
+	root.SetVersionTemplate(build.String() + "\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
 	root.AddCommand(
 		newInitCommand(),
@@ -110,6 +115,7 @@ agents and records every state change durably, so a crash resumes where it stopp
 		newTodosCommand(),
 		newAgentsCommand(),
 		newSecretsCommand(),
+		newVersionCommand(),
 	)
 	root.AddCommand(remoteCommands()...)
 	root.AddCommand(runCommands()...)

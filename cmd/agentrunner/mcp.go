@@ -41,7 +41,7 @@ it for process agents through the MCP configuration it writes for each attempt (
 				return usageError(fmt.Errorf("--agent %q is not an agent of %s", call.Agent, path))
 			}
 			// stdout is the protocol; everything else goes to stderr.
-			log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+			log := cmdLogger(cmd, logJSON, slog.LevelWarn)
 			deps, err := agentToolDeps(cfg, agent.Tools)
 			if err != nil {
 				return err

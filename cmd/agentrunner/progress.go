@@ -13,15 +13,28 @@ import (
 	"github.com/agentrunner/agentrunner/step/execution"
 )
 
-// progress prints one line per step outcome as it happens.
+// progress prints one line per step outcome as it happens and, on a
+// terminal (live), a line under them of the attempts running now.
 type progress struct {
 	mu sync.Mutex
 	w  io.Writer
+	// line is the live line; nil: plain lines only.
+	line *liveLine
 }
 
 func (p *progress) onEvent(ev *agentrunner.Event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.line != nil {
+		p.line.observe(ev)
+		p.line.clear(p.w)
+		defer p.line.draw(p.w)
+	}
+	p.step(ev)
+}
+
+// step prints the line of an event, if it has one.
+func (p *progress) step(ev *agentrunner.Event) {
 	d := ev.Details
 	dur := func() string {
 		ms, _ := d["duration_ms"].(int64)

@@ -36,13 +36,22 @@ func newRunCommand() *cobra.Command {
 exactly one cycle, starting it now whatever the schedule says, and exits 0 only if
 the cycle completed. Without --once it runs cycles on schedule until interrupted.
 
+It prints a line per step outcome. On a terminal a line under them shows each running
+attempt's elapsed time, tool calls and tokens so far, redrawn every second; when the
+output is not a terminal (a pipe, a file, TERM=dumb) there is no such line.
+
 In a workspace without the learning loop (pipeline:), --once runs one run of the
 pipeline --pipeline names (needed only when there are several), with the inputs
 --input gives, or its unfinished run if it has one.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+			log := cmdLogger(cmd, logText, slog.LevelWarn)
 			p := &progress{w: cmd.OutOrStdout()}
+			stopLive := func() {}
+			if isTerminal(p.w) {
+				stopLive = p.live(time.Now)
+				defer stopLive()
+			}
 			ws, err := loadWorkspace(path)
 			if err != nil {
 				return err
@@ -76,6 +85,7 @@ pipeline --pipeline names (needed only when there are several), with the inputs
 				c, err = r.engine.RunPipelineOnce(cmd.Context(), name, in)
 			}
 			r.flush(cmd.Context())
+			stopLive()
 			if err != nil {
 				return failureError(stoppedEarly(cmd.Context(), err))
 			}
@@ -163,10 +173,10 @@ func newServeCommand() *cobra.Command {
 		Short: "Run the pipeline continuously, with the HTTP API",
 		Long: `serve runs cycles on schedule, resuming any unfinished cycle first, and serves the
 operator API (status, cycles, events, overrides, metrics, health) on server.listen.
-Logs are JSON lines on stderr.`,
+Logs are JSON lines on stderr at info level (--log-format, --log-level).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), nil))
+			log := cmdLogger(cmd, logJSON, slog.LevelInfo)
 			ws, err := loadWorkspace(path)
 			if err != nil {
 				return err

@@ -367,7 +367,7 @@ func newDecideCommand(action agentrunner.DecisionAction, short string) *cobra.Co
 			})
 		},
 	}
-	cmd.Flags().StringVarP(&d.Comment, "message", "m", "", "why, for the audit log")
+	reasonFlag(cmd, &d.Comment, "m", "message")
 	if action == agentrunner.DecisionRoute {
 		cmd.Flags().StringVar(&d.To, "to", "", "the step of the pipeline to send the run to")
 	}
@@ -389,7 +389,7 @@ func newAbortRunCommand() *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&reason, "reason", "", "why, for the audit log")
+	reasonFlag(cmd, &reason, "")
 	r.flags(cmd)
 	return cmd
 }
@@ -407,7 +407,7 @@ func newResumeRunCommand() *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&reason, "reason", "", "why, for the audit log")
+	reasonFlag(cmd, &reason, "")
 	r.flags(cmd)
 	return cmd
 }

@@ -24,7 +24,7 @@ $AGENTRUNNER_API_KEY.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if s, from := explicitServer(server); s != "" {
-				c, err := newAPIClient(s, from)
+				c, err := newAPIClient(cmd, s, from)
 				if err != nil {
 					return err
 				}

@@ -147,7 +147,7 @@ the workspace's state database. Exit status 1 when the result is an error.`,
 				return failureError(err)
 			}
 			defer store.Close()
-			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+			log := cmdLogger(cmd, logText, slog.LevelWarn)
 			exec := tool.NewExecutor(box.Registry, tool.Options{Record: engine.EventRecorder(store, log), Secrets: toolSecrets(cfg, deps.LookupEnv)})
 			res := exec.Scope([]string{name}).Execute(cmd.Context(), agentrunner.ToolCall{
 				ID: "operator", Name: name, Arguments: json.RawMessage(arguments), Agent: agent,

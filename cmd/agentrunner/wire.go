@@ -86,6 +86,19 @@ func providerKeys(cfg *config.Config, lookupEnv func(string) (string, bool)) (ma
 	return keys, problems
 }
 
+// tellTurns makes the model runtimes tell onEvent each attempt's usage
+// after each turn (eventModelTurn), for the live progress line.
+func tellTurns(runtimes map[string]agentrunner.Runtime, onEvent func(*agentrunner.Event)) {
+	if onEvent == nil {
+		return
+	}
+	for _, rt := range runtimes {
+		if m, ok := rt.(*model.Runtime); ok {
+			m.OnTurn(func(t model.Turn) { onEvent(turnEvent(t)) })
+		}
+	}
+}
+
 // missing says why the secret named name is not set: where it was
 // looked for, or the NAME_FILE that cannot be read.
 func missing(lookupEnv func(string) (string, bool), name string) error {
@@ -299,18 +312,6 @@ func openRunner(ctx context.Context, ws *workspace.Workspace, clock agentrunner.
 		return nil, failureError(err)
 	}
 	r := &runner{ws: ws, lock: lock, es: es, log: log, secrets: res}
-	r.metrics = metrics.New(metrics.Options{
-		Pipeline: cfg.Name, Logger: log,
-		Tools: func() map[string]tool.Stats { return r.tools.Stats() },
-		OutboxBacklog: func(ctx context.Context) (int, error) {
-			pending, err := r.store.Outbox(ctx, agentrunner.OutboxFilter{Due: time.Now().AddDate(100, 0, 0)})
-			return len(pending), err
-		},
-		WaitingGates: func(ctx context.Context) (int, error) {
-			counts, err := r.store.RunCounts(ctx)
-			return counts.WaitingGates, err
-		},
-	})
 	observe := func(ev *agentrunner.Event) {
 		r.metrics.Observe(ev)
 		if onEvent != nil {
@@ -325,6 +326,20 @@ func openRunner(ctx context.Context, ws *workspace.Workspace, clock agentrunner.
 	if r.store, err = openStore(ctx, cfg); err != nil {
 		return nil, err
 	}
+	r.metrics = metrics.New(metrics.Options{
+		Pipeline: cfg.Name, Logger: log,
+		Tools: func() map[string]tool.Stats { return r.tools.Stats() },
+		OutboxBacklog: func(ctx context.Context) (int, error) {
+			pending, err := r.store.Outbox(ctx, agentrunner.OutboxFilter{Due: time.Now().AddDate(100, 0, 0)})
+			return len(pending), err
+		},
+		WaitingGates: func(ctx context.Context) (int, error) {
+			counts, err := r.store.RunCounts(ctx)
+			return counts.WaitingGates, err
+		},
+		Store: r.store, Pipelines: slices.Collect(maps.Keys(cfg.Graphs())),
+		Build: metricsBuild(),
+	})
 	keys, problems := providerKeys(cfg, lookupEnv)
 	if len(problems) > 0 {
 		return nil, problems
@@ -359,6 +374,7 @@ func openRunner(ctx context.Context, ws *workspace.Workspace, clock agentrunner.
 	if len(problems) > 0 {
 		return nil, problems
 	}
+	tellTurns(runtimes, onEvent)
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find the agentrunner executable for process agents' MCP server: %w", err)

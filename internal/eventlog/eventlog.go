@@ -5,6 +5,8 @@ package eventlog
 import (
 	"context"
 	"log/slog"
+	"maps"
+	"slices"
 
 	"github.com/agentrunner/agentrunner"
 )
@@ -28,7 +30,23 @@ func Write(log *slog.Logger, ev *agentrunner.Event) {
 		attrs = append(attrs, slog.String("agent", ev.Agent))
 	}
 	if len(ev.Details) > 0 {
-		attrs = append(attrs, slog.Any("details", ev.Details))
+		attrs = append(attrs, slog.Attr{Key: "details", Value: group(ev.Details)})
 	}
 	log.LogAttrs(context.Background(), level, ev.Type, attrs...)
+}
+
+// group makes a map a group of attributes, keys sorted and nested maps
+// groups too: a text handler then writes details.error=… rather than one
+// details=map[…] dump, and a JSON handler the same object as before.
+func group(m map[string]any) slog.Value {
+	attrs := make([]slog.Attr, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		v := m[k]
+		if sub, ok := v.(map[string]any); ok {
+			attrs = append(attrs, slog.Attr{Key: k, Value: group(sub)})
+			continue
+		}
+		attrs = append(attrs, slog.Any(k, v))
+	}
+	return slog.GroupValue(attrs...)
 }

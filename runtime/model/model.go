@@ -53,6 +53,9 @@ type Runtime struct {
 	// conversations, when set, keeps each attempt's conversation (see
 	// Checkpoint).
 	conversations agentrunner.ConversationStore
+	// onTurn, when set, is told each attempt's usage after each turn (see
+	// OnTurn).
+	onTurn func(Turn)
 }
 
 var _ agentrunner.OutputReturner = (*Runtime)(nil)
@@ -305,6 +308,7 @@ func (c *conversation) account(resp *llm.Response) {
 	u.InputTokens, u.OutputTokens, u.CachedTokens = c.usage.InputTokens, c.usage.OutputTokens, c.usage.CachedTokens
 	u.Turns++
 	u.ToolCalls += len(resp.ToolCalls)
+	c.told()
 }
 
 func (c *conversation) checkBudget() error {
