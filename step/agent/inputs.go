@@ -90,12 +90,15 @@ func describe(in config.Input, def string) string {
 	return def
 }
 
-// history finds an artifact in earlier runs of the same pipeline: the
-// most recent ones first, at most Last of them, and only those started
-// Within the given time.
+// history finds an artifact in earlier completed runs of the same
+// pipeline: the most recent ones first, at most Last of them, and only
+// those started Within the given time. A run that failed, was aborted or
+// gave up is left out, whatever it produced before it ended: an agent
+// learning from past cycles must not take a plan that led nowhere for one
+// that was carried through.
 func (at *attempt) history(ctx context.Context, in config.Input) ([]agentrunner.Input, error) {
 	run := at.sa.Run
-	runs, err := at.k.opts.Store.Cycles(ctx, agentrunner.CycleFilter{Pipeline: run.Pipeline, Before: run.ID, Limit: historyScan})
+	runs, err := at.k.opts.Store.Cycles(ctx, agentrunner.CycleFilter{Pipeline: run.Pipeline, Status: agentrunner.CycleCompleted, Before: run.ID, Limit: historyScan})
 	if err != nil {
 		return nil, err
 	}
