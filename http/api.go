@@ -576,16 +576,17 @@ func (s *Server) handleMailbox(w http.ResponseWriter, r *http.Request) {
 	if agent == "" {
 		return
 	}
-	if s.opts.Mailboxes == nil {
+	boxes := s.mailboxes()
+	if boxes == nil {
 		s.writeError(w, r, agentrunner.Errorf(agentrunner.EUNAVAILABLE, "mailboxes are not served by this server"))
 		return
 	}
-	msgs, err := s.opts.Mailboxes.Stored(r.Context(), s.opts.Store, agent)
+	msgs, err := boxes.Stored(r.Context(), s.opts.Store, agent)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"agent": agent, "max_messages": s.opts.Mailboxes.Max(), "messages": orEmpty(msgs)})
+	writeJSON(w, http.StatusOK, map[string]any{"agent": agent, "max_messages": boxes.Max(), "messages": orEmpty(msgs)})
 }
 
 func orEmpty[T any](s []T) []T {
