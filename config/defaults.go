@@ -51,6 +51,13 @@ const (
 	DefaultEventRetention   = 30 * 24 * time.Hour
 	DefaultMinFreeDiskMiB   = 1024
 	DefaultMaxEngineLag     = time.Minute
+	// DefaultArchiveKeep: the last 50 runs of each pipeline stay as
+	// directories, 12 days of the learning loop at 4 cycles a day.
+	DefaultArchiveKeep  = 50
+	DefaultArchiveEvery = time.Hour
+	// MinArchiveEvery keeps a pass, which reads every run, from running
+	// back to back.
+	MinArchiveEvery = time.Minute
 	// DefaultMaxArtifactBytes bounds an agent's output: far above any
 	// useful artifact, far below what would strain the runner's memory.
 	DefaultMaxArtifactBytes = 8 << 20
@@ -201,6 +208,8 @@ func (c *Config) WithDefaults() {
 	orDefault(c, "events.retention", &c.Events.Retention, Duration(DefaultEventRetention))
 	orDefault(c, "health.min_free_disk_mib", &c.Health.MinFreeDiskMiB, DefaultMinFreeDiskMiB)
 	orDefault(c, "health.max_engine_lag", &c.Health.MaxEngineLag, Duration(DefaultMaxEngineLag))
+	orDefault(c, "archive.keep", &c.Archive.Keep, DefaultArchiveKeep)
+	orDefault(c, "archive.every", &c.Archive.Every, Duration(DefaultArchiveEvery))
 	for i := range c.Server.Auth.APIKeys {
 		orDefault(c, fmt.Sprintf("server.auth.api_keys[%d].role", i), &c.Server.Auth.APIKeys[i].Role, RoleViewer)
 	}
