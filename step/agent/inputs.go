@@ -110,8 +110,9 @@ func (at *attempt) history(ctx context.Context, in config.Input) ([]agentrunner.
 		if in.History.Within > 0 && run.StartedAt.Sub(prev.StartedAt) > in.History.Within.D() {
 			break
 		}
-		path := filepath.Join(prev.Dir, in.Artifact)
-		ok, err := at.serve(ctx, prev.ID, prev.Dir, in.Artifact)
+		dir := at.priorDir(prev)
+		path := filepath.Join(dir, in.Artifact)
+		ok, err := at.serve(ctx, prev.ID, dir, in.Artifact)
 		if err != nil {
 			return nil, err
 		}
