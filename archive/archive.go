@@ -52,8 +52,11 @@ const Ext = ".tar.gz"
 const tempInfix = ".tmp-"
 
 // Settle is how long after its end a run is left alone: the views of its
-// last artifacts may still be being written.
-const Settle = time.Minute
+// last artifacts may still be being written, and at start the runner
+// checks (and rewrites) the views of the runs that ended in the five
+// minutes before its last event, which must not bring an archived
+// directory back.
+const Settle = 10 * time.Minute
 
 // Policy says what a pass archives and deletes.
 type Policy struct {
