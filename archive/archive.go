@@ -402,18 +402,10 @@ func (a *Archiver) removeDir(dir string, archived, collected entries) error {
 			dirs = append(dirs, p)
 			return nil
 		}
-		name, err := relName(dir, p)
-		if err != nil {
-			return err
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		e, c := archived[name], collected[name]
-		if e == nil || (e.Sum != artifact.Hash(data) && (c == nil || !c.Stored || c.Sum != e.Sum)) {
+		name, ok, err := removable(dir, p, archived, collected)
+		if err != nil || !ok {
 			left = append(left, name)
-			return nil
+			return err
 		}
 		if err := os.Remove(p); err != nil {
 			return err
@@ -436,6 +428,26 @@ func (a *Archiver) removeDir(dir string, archived, collected entries) error {
 		return fmt.Errorf("%s changed while it was archived (%s): those files are left for the next pass", dir, strings.Join(left, ", "))
 	}
 	return nil
+}
+
+// removable reports whether the file at p, name in dir, may go: the
+// archive holds its bytes, or it is the view of a stored artifact, whose
+// stored copy the archive holds.
+func removable(dir, p string, archived, collected entries) (string, bool, error) {
+	name, err := relName(dir, p)
+	if err != nil {
+		return "", false, err
+	}
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return name, false, err
+	}
+	e, c := archived[name], collected[name]
+	if e == nil {
+		return name, false, nil
+	}
+	view := c != nil && c.Stored && c.Sum == e.Sum
+	return name, e.Sum == artifact.Hash(data) || view, nil
 }
 
 // removeTemps removes temporary archives a crash left behind.
