@@ -71,6 +71,13 @@ type Invocation struct {
 	WorkspaceDir string
 	// MailboxPath is the agent's mailbox file.
 	MailboxPath string
+	// Mail, if set, reads the agent's mailbox as committed. The file at
+	// MailboxPath is its view, written after each commit in the
+	// background, so a runtime that looks for an operator's message while
+	// the agent works (a model runtime, between turns) asks the store: a
+	// message committed just before a turn is in it, even when its file
+	// is not written yet.
+	Mail MailStore
 	// MemoryPath is the agent's memory file, if it keeps one.
 	MemoryPath string
 	// Inputs are the artifacts the agent reads (FR-039/151).

@@ -71,6 +71,8 @@ type Config struct {
 	Shutdown Shutdown `yaml:"shutdown"`
 	// Reload is how serve and run read the configuration again (FR-075).
 	Reload Reload `yaml:"reload"`
+	// Archive compresses old finished runs' directories (FR-038/160/161).
+	Archive Archive `yaml:"archive"`
 
 	// Path is the file the configuration was read from.
 	Path string `yaml:"-"`
@@ -679,6 +681,30 @@ type Events struct {
 	// prompts and validation reports (never the stored artifacts); 0
 	// keeps them forever.
 	Retention Duration `yaml:"retention"`
+}
+
+// Archive says which finished runs keep their directories, how often the
+// others are archived into cycles/history/, and how long archives are
+// kept. The store keeps every artifact whatever happens to the files, so
+// the API and agents read an archived run's artifacts as before.
+type Archive struct {
+	// Keep is how many of each pipeline's newest finished runs keep their
+	// directories; older ones are archived. 0 archives none.
+	Keep int `yaml:"keep"`
+	// Every is how often serve and run archive.
+	Every Duration `yaml:"every"`
+	// Retention deletes old archives; its zero value keeps them all.
+	Retention ArchiveRetention `yaml:"retention"`
+}
+
+// ArchiveRetention bounds the archives of each pipeline by count, by age
+// (from their runs' end), or both.
+type ArchiveRetention struct {
+	// Count is how many archives of each pipeline are kept, the newest;
+	// 0: no bound.
+	Count int `yaml:"count"`
+	// Age is how long after its run ended an archive is kept; 0: no bound.
+	Age Duration `yaml:"age"`
 }
 
 // Health configures /health/ready.

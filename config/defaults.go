@@ -55,6 +55,13 @@ const (
 	DefaultMinFreeDiskMiB   = 1024
 	DefaultSecretsFile      = "secrets.age"
 	DefaultMaxEngineLag     = time.Minute
+	// DefaultArchiveKeep: the last 50 runs of each pipeline stay as
+	// directories, 12 days of the learning loop at 4 cycles a day.
+	DefaultArchiveKeep  = 50
+	DefaultArchiveEvery = time.Hour
+	// MinArchiveEvery keeps a pass, which reads every run, from running
+	// back to back.
+	MinArchiveEvery = time.Minute
 	// DefaultMaxArtifactBytes bounds an agent's output: far above any
 	// useful artifact, far below what would strain the runner's memory.
 	DefaultMaxArtifactBytes = 8 << 20
@@ -208,6 +215,8 @@ func (c *Config) WithDefaults() {
 	orDefault(c, "health.max_engine_lag", &c.Health.MaxEngineLag, Duration(DefaultMaxEngineLag))
 	orDefault(c, "secrets.file", &c.Secrets.File, DefaultSecretsFile)
 	orDefault(c, "health.ready_when_paused", &c.Health.ReadyWhenPaused, true)
+	orDefault(c, "archive.keep", &c.Archive.Keep, DefaultArchiveKeep)
+	orDefault(c, "archive.every", &c.Archive.Every, Duration(DefaultArchiveEvery))
 	for i := range c.Server.Auth.APIKeys {
 		orDefault(c, fmt.Sprintf("server.auth.api_keys[%d].role", i), &c.Server.Auth.APIKeys[i].Role, RoleViewer)
 	}

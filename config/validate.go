@@ -89,6 +89,7 @@ func (c *Config) validate() Problems {
 	}
 	v.executionService()
 	v.server()
+	v.archive()
 	if _, _, err := net.SplitHostPort(c.Server.Listen); err != nil {
 		v.add("server.listen", "want host:port, got %q", c.Server.Listen)
 	}
@@ -407,6 +408,20 @@ func (v *validator) backup() {
 	}
 	if b.Dir == "" {
 		v.add("state.backup.dir", "must not be empty")
+	}
+}
+
+// archive checks the archive's settings.
+func (v *validator) archive() {
+	a := v.c.Archive
+	if a.Keep < 0 {
+		v.add("archive.keep", "must not be negative (0 archives nothing), got %d", a.Keep)
+	}
+	if a.Every.D() < MinArchiveEvery {
+		v.add("archive.every", "must be at least %s, got %s", MinArchiveEvery, a.Every)
+	}
+	if a.Retention.Count < 0 {
+		v.add("archive.retention.count", "must not be negative (0 keeps every archive), got %d", a.Retention.Count)
 	}
 }
 

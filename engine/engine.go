@@ -277,6 +277,15 @@ func (e *Engine) Config() *config.Config {
 	return cfg
 }
 
+// Mailboxes are the agents' mailboxes as the engine keeps them now: a
+// reload that changes mailbox.max_messages replaces them, and the API
+// shows what the engine keeps, not what it kept when it started.
+func (e *Engine) Mailboxes() *mailbox.Mailboxes {
+	e.cfgMu.RLock()
+	defer e.cfgMu.RUnlock()
+	return e.boxes
+}
+
 // Scheduler is the scheduler Run runs, for the API to await commands.
 func (e *Engine) Scheduler() *scheduler.Scheduler { return e.sched }
 

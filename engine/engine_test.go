@@ -183,6 +183,40 @@ func TestHistoryInputs(t *testing.T) {
 	}
 }
 
+// TestHistoryInputsTakeCompletedCyclesOnly: a cycle that failed after
+// its plan step gives later cycles no plan.md of its own through a
+// history input; the completed cycles before it do.
+func TestHistoryInputsTakeCompletedCyclesOnly(t *testing.T) {
+	f := newFixture(t, execsvc.MockOptions{}, func(c *config.Config) {
+		c.Escalation.Policy = config.PolicyFail
+		plan := c.Agents["plan"]
+		plan.Inputs = append(plan.Inputs, config.Input{Artifact: "plan.md", History: &config.History{Last: 5}})
+	})
+	e := f.engine()
+	var ids []string
+	for i, want := range []agentrunner.CycleStatus{agentrunner.CycleCompleted, agentrunner.CycleFailed, agentrunner.CycleCompleted} {
+		if i > 0 {
+			f.toNextCycle()
+		}
+		f.fail("research")
+		if want == agentrunner.CycleFailed {
+			f.fail("research", fourCrashes...)
+		}
+		c := f.runOnce(e)
+		if c.Status != want {
+			t.Fatalf("cycle %d: %s (%s), want %s", i, c.Status, c.Error, want)
+		}
+		ids = append(ids, c.ID)
+	}
+	plan := f.stored(ids[2], "plan", 1, agentrunner.FilePrompt)
+	for i, id := range ids[:2] {
+		has := strings.Contains(plan, filepath.Join(f.ws.Layout.Cycle(id), "plan.md"))
+		if want := i == 0; has != want {
+			t.Errorf("the third plan prompt lists plan.md of cycle %s: %v, want %v", id, has, want)
+		}
+	}
+}
+
 // TestRetryScheduleIsExactlyTheBackoff: a step that crashes three times is
 // retried after 5m, 15m and 45m, then succeeds (FR-045/046).
 func TestRetryScheduleIsExactlyTheBackoff(t *testing.T) {

@@ -21,10 +21,12 @@ import (
 	"time"
 
 	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/archive"
 	"github.com/agentrunner/agentrunner/config"
 	"github.com/agentrunner/agentrunner/engine"
 	"github.com/agentrunner/agentrunner/internal/clip"
 	"github.com/agentrunner/agentrunner/view"
+	"github.com/agentrunner/agentrunner/workspace"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -239,6 +241,9 @@ func (s *Server) artifacts(ctx context.Context, c *agentrunner.Cycle) ([]Artifac
 		return nil, err
 	}
 	if len(files) == 0 {
+		if s.archived(c) {
+			return archivedArtifacts(s.archiveOf(c))
+		}
 		return dirArtifacts(c.Dir)
 	}
 	out := make([]Artifact, 0, len(files))
@@ -273,6 +278,31 @@ func dirArtifacts(dir string) ([]Artifact, error) {
 			return nil, err
 		}
 		out = append(out, Artifact{Name: e.Name(), Size: info.Size(), SHA256: sum, Modified: info.ModTime().UTC()})
+	}
+	return out, nil
+}
+
+// archived reports whether a run was archived: its directory is gone, and
+// its archive under cycles/history/ holds what it had.
+func (s *Server) archived(run *agentrunner.Run) bool {
+	return archive.Archived(workspace.Layout{Root: s.cfg.Abs(s.cfg.ArtifactsDir)}.History(), run)
+}
+
+// archiveOf is the archive of a run.
+func (s *Server) archiveOf(run *agentrunner.Run) string {
+	return archive.Path(workspace.Layout{Root: s.cfg.Abs(s.cfg.ArtifactsDir)}.History(), run.Pipeline, run.ID)
+}
+
+// archivedArtifacts lists the files of an archived run's directory, for
+// a run from before the store kept artifacts.
+func archivedArtifacts(path string) ([]Artifact, error) {
+	files, err := archive.List(path)
+	if err != nil {
+		return nil, err
+	}
+	out := []Artifact{}
+	for _, f := range files {
+		out = append(out, Artifact{Name: f.Name, Size: f.Size, SHA256: f.SHA256, Modified: f.Mod.UTC()})
 	}
 	return out, nil
 }
@@ -369,6 +399,10 @@ func setContentType(w http.ResponseWriter, name string) {
 
 // serveArtifactFile serves a file of a cycle directory, confined to it.
 func (s *Server) serveArtifactFile(w http.ResponseWriter, r *http.Request, c *agentrunner.Cycle, name string) {
+	if s.archived(c) {
+		s.serveArchivedFile(w, r, c, name)
+		return
+	}
 	root, err := os.OpenRoot(c.Dir)
 	if err != nil {
 		s.writeError(w, r, agentrunner.Errorf(agentrunner.ENOTFOUND, "cycle %s has no directory", c.ID))
@@ -388,6 +422,21 @@ func (s *Server) serveArtifactFile(w http.ResponseWriter, r *http.Request, c *ag
 	}
 	setContentType(w, name)
 	http.ServeContent(w, r, "", info.ModTime(), f)
+}
+
+// serveArchivedFile serves a file of an archived run's directory from its
+// archive, for a run from before the store kept artifacts.
+func (s *Server) serveArchivedFile(w http.ResponseWriter, r *http.Request, c *agentrunner.Cycle, name string) {
+	data, ok, err := archive.ReadFile(s.archiveOf(c), name)
+	switch {
+	case err != nil:
+		s.writeError(w, r, err)
+	case !ok:
+		s.writeError(w, r, agentrunner.Errorf(agentrunner.ENOTFOUND, "cycle %s has no artifact %s", c.ID, name))
+	default:
+		setContentType(w, name)
+		http.ServeContent(w, r, "", c.EndedAt, bytes.NewReader(data))
+	}
 }
 
 // viewOf is e as the API, the stream and the log show it (FR-057).
@@ -576,16 +625,17 @@ func (s *Server) handleMailbox(w http.ResponseWriter, r *http.Request) {
 	if agent == "" {
 		return
 	}
-	if s.opts.Mailboxes == nil {
+	boxes := s.mailboxes()
+	if boxes == nil {
 		s.writeError(w, r, agentrunner.Errorf(agentrunner.EUNAVAILABLE, "mailboxes are not served by this server"))
 		return
 	}
-	msgs, err := s.opts.Mailboxes.Stored(r.Context(), s.opts.Store, agent)
+	msgs, err := boxes.Stored(r.Context(), s.opts.Store, agent)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"agent": agent, "max_messages": s.opts.Mailboxes.Max(), "messages": orEmpty(msgs)})
+	writeJSON(w, http.StatusOK, map[string]any{"agent": agent, "max_messages": boxes.Max(), "messages": orEmpty(msgs)})
 }
 
 func orEmpty[T any](s []T) []T {

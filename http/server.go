@@ -81,7 +81,9 @@ type Options struct {
 	// Auth checks callers; nil: no credentials are configured and every
 	// caller is the local admin (the server must listen on loopback).
 	Auth *Authenticator
-	// Mailboxes read the store's messages for GET /api/mailboxes/{agent}.
+	// Mailboxes read the store's messages for GET /api/mailboxes/{agent};
+	// an Engine that has its own (MailboxKeeper) is asked instead, so the
+	// API follows a reload.
 	Mailboxes *mailbox.Mailboxes
 	// Capsules serves the capsule routes (/api/capsules…); nil: they
 	// answer 503.
@@ -113,6 +115,22 @@ type Options struct {
 type Engine interface {
 	Stalled() time.Duration
 	Config() *config.Config
+}
+
+// MailboxKeeper is an Engine that keeps the agents' mailboxes, which a
+// reload may resize (mailbox.max_messages).
+type MailboxKeeper interface {
+	Mailboxes() *mailbox.Mailboxes
+}
+
+// mailboxes are the mailboxes the engine keeps now, else Options'.
+func (s *Server) mailboxes() *mailbox.Mailboxes {
+	if k, ok := s.opts.Engine.(MailboxKeeper); ok {
+		if m := k.Mailboxes(); m != nil {
+			return m
+		}
+	}
+	return s.opts.Mailboxes
 }
 
 // maxStreams bounds the open event streams, each of which polls the store.

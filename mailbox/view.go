@@ -138,6 +138,12 @@ func stored(agent string, lines [][]byte) *agentrunner.StoredFile {
 // Stored returns the messages of agent's mailbox as the store holds them,
 // oldest first: the truth, which the file may lag behind after a crash.
 func (m *Mailboxes) Stored(ctx context.Context, store agentrunner.MailStore, agent string) ([]Message, error) {
+	return ReadStored(ctx, store, agent)
+}
+
+// ReadStored is Stored for readers without a Mailboxes (a running agent's
+// runtime, which looks for an operator's messages between turns).
+func ReadStored(ctx context.Context, store agentrunner.MailStore, agent string) ([]Message, error) {
 	if err := ValidateAgent(agent); err != nil {
 		return nil, err
 	}

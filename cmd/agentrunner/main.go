@@ -110,6 +110,7 @@ agents and records every state change durably, so a crash resumes where it stopp
 		newResumeCommand(),
 		newMCPCommand(),
 		newDBCommand(),
+		newArchiveCommand(),
 		newCapsuleCommand(),
 		newMemoryCommand(),
 		newTodosCommand(),

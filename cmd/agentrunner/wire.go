@@ -497,7 +497,7 @@ func deliverers(cfg *config.Config, es *execsvc.Client, lookupEnv func(string) (
 
 // background runs what goes on beside the engine loop until ctx ends: the
 // outbox's deliveries, the strategy's expiry check, the heartbeats to the
-// Execution Service and the watchdog.
+// Execution Service, the archive of old runs and the watchdog.
 func (r *runner) background(ctx context.Context) {
 	cfg := r.ws.Config
 	go r.dispatcher.Run(ctx, outboxInterval)
@@ -511,6 +511,7 @@ func (r *runner) background(ctx context.Context) {
 	if keep := cfg.Events.Retention.D(); keep > 0 {
 		go r.pruneHistory(ctx, keep)
 	}
+	go r.archiveInBackground(ctx)
 	go engine.Watchdog(ctx, r.engine, cfg.Watchdog.StallGrace.D(), watchdogInterval, func(late time.Duration) {
 		r.log.Error("the engine loop is stalled: exiting so that a supervisor restarts the runner", "late", late.String())
 		os.Exit(exitStalled)

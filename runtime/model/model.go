@@ -192,7 +192,7 @@ func (c *conversation) run(ctx context.Context) error {
 	m, file := c.inv.Model, c.inv.Output.File
 	isJSON := filepath.Ext(file) == ".json"
 	c.shown = map[string]bool{}
-	c.injected()
+	c.injected(ctx)
 	at, err := c.resume(ctx)
 	if err != nil {
 		return err
@@ -213,7 +213,7 @@ func (c *conversation) run(ctx context.Context) error {
 		if turn > m.MaxTurns {
 			return agentrunner.Fail(agentrunner.ClassInvalidOutput, "the model gave no final answer within max_turns (%d)", m.MaxTurns)
 		}
-		if notes := c.injected(); notes != "" && turn > 1 {
+		if notes := c.injected(ctx); notes != "" && turn > 1 {
 			last := &c.msgs[len(c.msgs)-1] // a user message: tool results or a repair request
 			last.Text = strings.TrimSpace(last.Text + "\n\n" + notes)
 		}
@@ -274,10 +274,10 @@ func (c *conversation) run(ctx context.Context) error {
 }
 
 // injected returns the operator's messages put into the agent's mailbox
-// since it last looked (FR-165: an injection reaches a running model agent
+// since it last looked (FR-164: an injection reaches a running model agent
 // at its next turn), and marks them shown.
-func (c *conversation) injected() string {
-	msgs, err := mailbox.ReadFile(c.inv.MailboxPath)
+func (c *conversation) injected(ctx context.Context) string {
+	msgs, err := c.mailbox(ctx)
 	if err != nil {
 		return "" // the engine reports a corrupt mailbox when it writes it
 	}
@@ -290,6 +290,17 @@ func (c *conversation) injected() string {
 		fmt.Fprintf(&b, "A message from the operator (%s, %s) arrived while you work:\n%s\n\n", m.From, m.Time.Format(time.RFC3339), m.Body)
 	}
 	return strings.TrimSpace(b.String())
+}
+
+// mailbox reads the agent's messages as committed when the invocation
+// says how (Invocation.Mail), else from its mailbox's file, which the
+// engine writes after the commit, in the background: a message committed
+// just before a turn may not be in the file yet.
+func (c *conversation) mailbox(ctx context.Context) ([]mailbox.Message, error) {
+	if c.inv.Mail != nil {
+		return mailbox.ReadStored(ctx, c.inv.Mail, c.inv.Agent)
+	}
+	return mailbox.ReadFile(c.inv.MailboxPath)
 }
 
 // schema returns the artifact's JSON Schema, for structured output: the

@@ -19,6 +19,8 @@ import (
 	"github.com/agentrunner/agentrunner/examples/crypton"
 	"github.com/agentrunner/agentrunner/internal/mailboxtest"
 	"github.com/agentrunner/agentrunner/llm"
+	"github.com/agentrunner/agentrunner/llm/fake"
+	"github.com/agentrunner/agentrunner/llm/openai"
 	"github.com/agentrunner/agentrunner/mailbox"
 	"github.com/agentrunner/agentrunner/runtime/mock"
 	"github.com/agentrunner/agentrunner/sqlite"
@@ -365,6 +367,59 @@ func TestInjectedMessageReachesTheNextTurn(t *testing.T) {
 	}
 	if third := m.requests[2].Messages[4]; strings.Contains(third.Text, "memecoins") {
 		t.Error("the operator's message was given twice")
+	}
+}
+
+// TestInjectedMessageCommittedReachesTheNextTurnOverHTTP: an operator's
+// message committed to the store while the model works, its mailbox's
+// file not written yet (the engine writes it in the background), is in
+// the request of the model's second turn, sent to an OpenAI-compatible
+// server over HTTP.
+func TestInjectedMessageCommittedReachesTheNextTurnOverHTTP(t *testing.T) {
+	e := setup(t, nil)
+	boxes, err := mailbox.New(filepath.Dir(e.inv.MailboxPath), 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	e.inv.Mail = store
+	const note = "Stop researching memecoins."
+	srv := fake.NewOpenAI(t, "sk-test", fake.OpenAIReply{Respond: func(fake.OpenAIRequest) fake.OpenAIReply {
+		d, err := boxes.Deposit("research", mailbox.Message{ID: "inject-7", Time: time.Date(2026, 11, 22, 14, 5, 0, 0, time.UTC), From: "operator:alice", Kind: mailbox.Inject, Body: note})
+		if err == nil {
+			err = store.Apply(context.Background(), &agentrunner.Change{Mail: []*agentrunner.MailDeposit{d}})
+		}
+		if err != nil {
+			t.Error(err)
+		}
+		return fake.OpenAIReply{ToolCalls: []llm.ToolCall{{ID: "c1", Name: "sleepy", Arguments: json.RawMessage(`{"ms":1}`)}}}
+	}}, fake.OpenAIReply{Text: e.valid})
+	m, err := openai.New(openai.Config{BaseURL: srv.URL(), APIKey: "sk-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(m, e.exec).Run(context.Background(), e.inv); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(e.inv.MailboxPath); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the mailbox's file was written (%v): the test would not show the store is read", err)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests, want 2", len(reqs))
+	}
+	var found int
+	for _, msg := range reqs[1].Messages {
+		if msg.Role != "system" && strings.Contains(msg.Content, "A message from the operator (operator:alice, 2026-11-22T14:05:00Z) arrived while you work:\n"+note) {
+			found++
+		}
+	}
+	if found != 1 {
+		t.Errorf("the second turn carries the injected message %d times, want once; its messages: %+v", found, reqs[1].Messages)
 	}
 }
 

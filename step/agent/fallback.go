@@ -62,8 +62,9 @@ func (at *attempt) lastGood(ctx context.Context) (path, run string, data []byte,
 		if err := ctx.Err(); err != nil {
 			return "", "", nil, err
 		}
-		path := filepath.Join(prev.Dir, file)
-		data, err := at.committed(ctx, prev.ID, prev.Dir, file)
+		dir := at.priorDir(prev)
+		path := filepath.Join(dir, file)
+		data, err := at.committed(ctx, prev.ID, dir, file)
 		if err != nil || data == nil || len(data) > at.agent.Output.MaxBytes {
 			continue
 		}

@@ -90,12 +90,15 @@ func describe(in config.Input, def string) string {
 	return def
 }
 
-// history finds an artifact in earlier runs of the same pipeline: the
-// most recent ones first, at most Last of them, and only those started
-// Within the given time.
+// history finds an artifact in earlier completed runs of the same
+// pipeline: the most recent ones first, at most Last of them, and only
+// those started Within the given time. A run that failed, was aborted or
+// gave up is left out, whatever it produced before it ended: an agent
+// learning from past cycles must not take a plan that led nowhere for one
+// that was carried through.
 func (at *attempt) history(ctx context.Context, in config.Input) ([]agentrunner.Input, error) {
 	run := at.sa.Run
-	runs, err := at.k.opts.Store.Cycles(ctx, agentrunner.CycleFilter{Pipeline: run.Pipeline, Before: run.ID, Limit: historyScan})
+	runs, err := at.k.opts.Store.Cycles(ctx, agentrunner.CycleFilter{Pipeline: run.Pipeline, Status: agentrunner.CycleCompleted, Before: run.ID, Limit: historyScan})
 	if err != nil {
 		return nil, err
 	}
@@ -107,8 +110,9 @@ func (at *attempt) history(ctx context.Context, in config.Input) ([]agentrunner.
 		if in.History.Within > 0 && run.StartedAt.Sub(prev.StartedAt) > in.History.Within.D() {
 			break
 		}
-		path := filepath.Join(prev.Dir, in.Artifact)
-		ok, err := at.serve(ctx, prev.ID, prev.Dir, in.Artifact)
+		dir := at.priorDir(prev)
+		path := filepath.Join(dir, in.Artifact)
+		ok, err := at.serve(ctx, prev.ID, dir, in.Artifact)
 		if err != nil {
 			return nil, err
 		}

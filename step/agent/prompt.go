@@ -46,7 +46,7 @@ func (at *attempt) prepare(ctx context.Context) error {
 	}
 	at.inv.Prompt = prompt.Build(pc)
 	if as := at.assigned; as != nil {
-		at.inv.Prompt, at.inv.WorkDir, at.inv.MailboxPath = as.Prompt, as.WorkDir, ""
+		at.inv.Prompt, at.inv.WorkDir, at.inv.MailboxPath, at.inv.Mail = as.Prompt, as.WorkDir, "", nil
 	}
 	return at.writePrompt()
 }
@@ -94,7 +94,7 @@ func (at *attempt) invocation(inputs []agentrunner.Input) *agentrunner.Invocatio
 		CycleID: sa.Run.ID, Step: at.step.ID, Agent: a.Name, Attempt: sa.Attempt.Number, Visit: sa.Attempt.Visit,
 		PromptPath: filepath.Join(sa.Dir, "prompt.md"), Dir: sa.Dir,
 		OutputPath: filepath.Join(sa.Dir, a.Output.File), CycleDir: sa.RunDir, WorkspaceDir: at.k.cfg.Dir,
-		MailboxPath: at.k.opts.Mailboxes.Path(a.Name), Inputs: inputs,
+		MailboxPath: at.k.opts.Mailboxes.Path(a.Name), Mail: at.k.opts.Store, Inputs: inputs,
 		TemplatePath: a.TemplatePath, Timeout: at.timeout(), Tools: a.Tools,
 		Output: Contract(a), Model: ModelSettings(a.Agent),
 	}
