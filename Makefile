@@ -1,5 +1,6 @@
 # make test: everything CI runs. It installs what the tests need when it is
-# missing (a C compiler for the race detector, git for the worktree tests)
+# missing (a C compiler for the race detector, git for the worktree tests,
+# chromium for the dashboard's browser tests)
 # and then vets (for Linux, macOS and Windows), builds for all three without
 # cgo, checks the formatting, runs every test with the race detector in
 # random order, and runs each fuzz target briefly.
@@ -17,7 +18,7 @@ TEST_FUZZTIME ?= 20000x
 FUZZTIME_API ?= 20000x
 TEST_FUZZTIME_API ?= 4000x
 
-.PHONY: test deps vet cross fmt-check unit test-fuzz fuzz bench bench-peer build
+.PHONY: test deps vet cross fmt-check unit test-fuzz fuzz bench bench-peer build screenshots
 
 test: deps vet cross fmt-check unit test-fuzz
 
@@ -41,6 +42,14 @@ deps:
 			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq git >/dev/null; \
 		else \
 			echo "the worktree tests need git: install it (e.g. apt-get install git)"; exit 1; \
+		fi; }
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "installing chromium for the dashboard's browser tests"; \
+			{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
+				echo "chromium could not be installed: the dashboard's browser tests will be skipped"; \
+		else \
+			echo "chromium is missing and cannot be installed here (not root, or no apt-get): the dashboard's browser tests will be skipped"; \
 		fi; }
 
 vet:
@@ -116,3 +125,9 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo deve
 
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags "-X main.version=$(VERSION)" -o agentrunner ./cmd/agentrunner
+
+# screenshots: the dashboard's main pages, taken in headless Chromium from
+# the review example served by the real binary, into docs/ (the README
+# shows them).
+screenshots: deps
+	DASHBOARD_SCREENSHOTS=$(CURDIR)/docs $(GO) test -count=1 -run '^TestScreenshots$$' ./dashboard/

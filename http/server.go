@@ -69,6 +69,8 @@ type Server struct {
 	streams atomic.Int64
 	// callback is set when the Execution Service's callback is served.
 	callback bool
+	// asRoutes serve the dashboard's in-process calls (ServeAs).
+	asRoutes
 }
 
 // Options wire a server. Store and Config are required.

@@ -19,7 +19,8 @@ import (
 )
 
 func newDemoCommand() *cobra.Command {
-	var dir, example string
+	var dir, example, listen string
+	var serve bool
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Run one full cycle of the example loop offline, on mock agents",
@@ -44,10 +45,20 @@ calls, and the answer's path.
 --example dev-pipeline runs spec 5's agent pipeline on the example's scripts: it makes a
 small git repository, serves the workspace on loopback, adds a backlog item with the CLI,
 answers the question a planning agent asks at its gate with the CLI, and prints each state
-as it changes until both tasks are implemented, each on its own branch.`,
+as it changes until both tasks are implemented, each on its own branch.
+
+--serve keeps serving the workspace, with the API and the web dashboard on --listen, until
+Ctrl-C: with crypton, the loop's first cycle runs at once, to watch; with --example review,
+a run's loop reaches its cap and waits at a gate, to approve from the dashboard.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
+			if serve {
+				if !cmd.Flags().Changed("dir") && example == "review" {
+					dir = "review-demo"
+				}
+				return demoServe(cmd, example, dir, listen)
+			}
 			switch example {
 			case "crypton":
 			case "signal-flow":
@@ -123,6 +134,8 @@ as it changes until both tasks are implemented, each on its own branch.`,
 		},
 	}
 	cmd.Flags().StringVar(&dir, "dir", "agentrunner-demo", "directory to write the demo workspace into (signal-flow-demo, review-loop-demo, research-lead-demo for those examples)")
+	cmd.Flags().BoolVar(&serve, "serve", false, "keep serving the workspace with the web dashboard until Ctrl-C (crypton or review)")
+	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:8080", "with --serve: the loopback address of the API and the dashboard")
 	cmd.Flags().StringVar(&example, "example", "crypton", "the example to run a cycle of: crypton, dev-pipeline, research-lead, review-loop or signal-flow")
 	return cmd
 }

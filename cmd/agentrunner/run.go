@@ -225,6 +225,9 @@ Logs are JSON lines on stderr at info level (--log-format, --log-level).`,
 			if callbackSecret != nil {
 				srv.WithCallbackFrom(callbackSecret, r.wake)
 			}
+			if err := mountDashboard(srv, r, opts, log); err != nil {
+				return usageError(err)
+			}
 			r.metrics.WatchConnections(func() metrics.Connections { return metrics.Connections(srv.ConnStats()) })
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
