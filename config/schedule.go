@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 	"time"
@@ -31,15 +32,19 @@ type timing struct {
 	every                            Duration
 	cron, timezone, overlap, catchUp string
 	catchUpMax                       int
+	// defaultOverlap is the overlap of a schedule built without its
+	// defaults (a Config made in code): the loop's or a pipeline's.
+	defaultOverlap string
 }
 
 func (s *Schedule) timing() timing {
-	return timing{key: "schedule", every: s.Every, cron: s.Cron, timezone: s.Timezone, overlap: s.Overlap, catchUp: s.CatchUp, catchUpMax: 1}
+	return timing{key: "schedule", every: s.Every, cron: s.Cron, timezone: s.Timezone, overlap: s.Overlap, catchUp: s.CatchUp, catchUpMax: 1,
+		defaultOverlap: DefaultLoopOverlap}
 }
 
 func (s *PipelineSchedule) timing(name string) timing {
 	return timing{key: "pipelines." + name + ".schedule", every: s.Every, cron: s.Cron, timezone: s.Timezone,
-		overlap: s.Overlap, catchUp: s.CatchUp, catchUpMax: s.CatchUpMax}
+		overlap: s.Overlap, catchUp: s.CatchUp, catchUpMax: s.CatchUpMax, defaultOverlap: DefaultPipelineOverlap}
 }
 
 // scheduleDefaults fills the schedules' keys not given. A cron schedule
@@ -51,8 +56,8 @@ func (c *Config) scheduleDefaults() {
 	} else {
 		orDefault(c, "schedule.timezone", &s.Timezone, DefaultTimezone)
 	}
-	orDefault(c, "schedule.overlap", &s.Overlap, string(DefaultLoopOverlap))
-	orDefault(c, "schedule.catch_up", &s.CatchUp, string(DefaultCatchUp))
+	orDefault(c, "schedule.overlap", &s.Overlap, DefaultLoopOverlap)
+	orDefault(c, "schedule.catch_up", &s.CatchUp, DefaultCatchUp)
 	for name, p := range c.Pipelines {
 		if p == nil || p.Schedule == nil {
 			continue
@@ -61,8 +66,8 @@ func (c *Config) scheduleDefaults() {
 		if ps.Cron != "" {
 			orDefault(c, key+".timezone", &ps.Timezone, DefaultTimezone)
 		}
-		orDefault(c, key+".overlap", &ps.Overlap, string(DefaultPipelineOverlap))
-		orDefault(c, key+".catch_up", &ps.CatchUp, string(DefaultCatchUp))
+		orDefault(c, key+".overlap", &ps.Overlap, DefaultPipelineOverlap)
+		orDefault(c, key+".catch_up", &ps.CatchUp, DefaultCatchUp)
 		orDefault(c, key+".catch_up_max", &ps.CatchUpMax, DefaultCatchUpMax)
 	}
 }
@@ -152,11 +157,17 @@ func (t timing) timetable() agentrunner.Timetable {
 	return s
 }
 
-// apply sets the schedule of p: Every or Cron, and its policies.
+// apply sets the schedule of p: Every or Cron, and its policies, their
+// defaults filled in for a Config made in code, without WithDefaults.
 func (t timing) apply(p *agentrunner.Pipeline) {
+	if t.cron != "" && t.timezone == "" { // a Config made in code: UTC, as WithDefaults says
+		t.timezone = DefaultTimezone
+	}
 	p.Every, p.Cron = t.every.D(), t.timetable()
 	if p.Cron != nil {
 		p.Every = 0
 	}
-	p.Overlap, p.CatchUp, p.CatchUpMax = agentrunner.Overlap(t.overlap), agentrunner.CatchUp(t.catchUp), t.catchUpMax
+	p.Overlap = agentrunner.Overlap(cmp.Or(t.overlap, t.defaultOverlap))
+	p.CatchUp = agentrunner.CatchUp(cmp.Or(t.catchUp, DefaultCatchUp))
+	p.CatchUpMax = cmp.Or(t.catchUpMax, DefaultCatchUpMax)
 }
