@@ -104,12 +104,6 @@ func checkShape(expr string) error {
 // String is the expression and its time zone, as status shows them.
 func (s *Schedule) String() string { return s.expr + " (" + s.loc.String() + ")" }
 
-// Expr is the expression as written.
-func (s *Schedule) Expr() string { return s.expr }
-
-// Location is the schedule's time zone.
-func (s *Schedule) Location() *time.Location { return s.loc }
-
 // Next returns the first fire time after t, in t's location; zero when
 // there is none within five years.
 func (s *Schedule) Next(t time.Time) time.Time {

@@ -142,10 +142,11 @@ func missedFires(p *agentrunner.Pipeline, newest, now time.Time) missed {
 	return m
 }
 
-// catchUpMissed handles the fire times p missed while the runner was down, as
-// p.CatchUp says: none drops them, one starts one run for them all, all
-// starts one for each, at most p.CatchUpMax. It reports whether there
-// were any (a pipeline that never ran missed none: its schedule starts).
+// catchUpMissed handles the fire times p missed while the runner was
+// down, as p.CatchUp says: none drops them, one starts one run for them
+// all, all starts one for each, at most p.CatchUpMax. It reports whether
+// there were any (a pipeline that never ran missed none: its schedule
+// starts).
 func (s *Scheduler) catchUpMissed(ctx context.Context, p *agentrunner.Pipeline, newest, now time.Time) (bool, error) {
 	if newest.IsZero() {
 		return false, nil
@@ -154,21 +155,14 @@ func (s *Scheduler) catchUpMissed(ctx context.Context, p *agentrunner.Pipeline, 
 	if m.n == 0 {
 		return false, nil
 	}
-	runs := 0
-	switch p.CatchUp {
-	case agentrunner.CatchUpNone:
-		s.due[p.Name] = s.afterMissed(p, newest, m, now)
-	case agentrunner.CatchUpAll:
-		runs = min(m.n, max(p.CatchUpMax, 1))
-	default:
-		runs = 1
-	}
+	runs := catchUpRuns(p, m)
 	s.workspaceEvent(s.batch.change(), EventScheduleMissed, agentrunner.LevelWarn, map[string]any{
 		"pipeline": p.Name, "schedule": DescribeSchedule(p), "missed": m.n,
 		"first": m.first.UTC().Format(time.RFC3339), "last": m.last.UTC().Format(time.RFC3339),
 		"catch_up": string(catchUpOf(p)), "runs": runs,
 	})
 	if runs == 0 {
+		s.due[p.Name] = s.afterMissed(p, newest, m, now)
 		return true, nil
 	}
 	s.due[p.Name] = s.nextFire(p, now)
@@ -178,6 +172,17 @@ func (s *Scheduler) catchUpMissed(ctx context.Context, p *agentrunner.Pipeline, 
 		}
 	}
 	return true, nil
+}
+
+// catchUpRuns is how many runs p's catch-up policy starts for m.
+func catchUpRuns(p *agentrunner.Pipeline, m missed) int {
+	switch catchUpOf(p) {
+	case agentrunner.CatchUpNone:
+		return 0
+	case agentrunner.CatchUpAll:
+		return min(m.n, max(p.CatchUpMax, 1))
+	}
+	return 1
 }
 
 // afterMissed is p's first fire time after now when the missed ones are
