@@ -24,8 +24,22 @@ type Pipeline struct {
 	// Every, if set, starts a run (without inputs) every interval, counted
 	// from the start of the pipeline's newest run.
 	Every time.Duration
-	// EveryInputs are the inputs of the runs Every starts.
+	// EveryInputs are the inputs of the runs Every (or Cron) starts.
 	EveryInputs map[string]any
+	// Cron, if set instead of Every, starts a run (without inputs but
+	// EveryInputs) at each of its fire times.
+	Cron Timetable
+	// Overlap is what a fire time of the schedule (Every or Cron) does
+	// while a run of the pipeline is running; "" is OverlapAllow.
+	Overlap Overlap
+	// CatchUp is what the fire times missed while the runner was down do
+	// at its start; "" is CatchUpOne. CatchUpMax bounds CatchUpAll.
+	CatchUp    CatchUp
+	CatchUpMax int
+	// MinInterval, if set, skips a fire time of Cron that comes sooner
+	// than it after the start of the pipeline's newest run (the learning
+	// loop's schedule.min_cycle, FR-005).
+	MinInterval time.Duration
 	// MaxDuration, if set, bounds a run: once it is overdue, its unfinished
 	// step runs are cut short and the run is forced to its Final step,
 	// which judges what the run has; with no Final step (or when the Final
@@ -47,6 +61,49 @@ type Pipeline struct {
 	// Where is the pipeline's place in the configuration ("file:line").
 	Where string
 }
+
+// Scheduled reports whether the pipeline starts runs on a clock.
+func (p *Pipeline) Scheduled() bool { return p.Every > 0 || p.Cron != nil }
+
+// Timetable is the fire times of a cron schedule (package cron reads
+// one from its expression and time zone).
+type Timetable interface {
+	// Next is the first fire time after t; zero when there is none.
+	Next(t time.Time) time.Time
+	// String is the schedule as written, with its time zone.
+	String() string
+}
+
+// Overlap is what a schedule's fire time does while a run of its
+// pipeline is still running.
+type Overlap string
+
+// Overlap policies.
+const (
+	// OverlapAllow starts the run anyway; the pipeline's
+	// MaxConcurrentRuns, if set, queues it (one at most).
+	OverlapAllow Overlap = "allow"
+	// OverlapSkip drops the fire time, with a schedule.skipped event.
+	OverlapSkip Overlap = "skip"
+	// OverlapQueue starts the run once no run of the pipeline is running;
+	// one at most waits, a fire time that finds one waiting is skipped.
+	OverlapQueue Overlap = "queue"
+)
+
+// CatchUp is what the fire times that passed while the runner was down
+// do when it starts.
+type CatchUp string
+
+// Catch-up policies.
+const (
+	// CatchUpNone drops them, with a schedule.missed event.
+	CatchUpNone CatchUp = "none"
+	// CatchUpOne starts one run for them all.
+	CatchUpOne CatchUp = "one"
+	// CatchUpAll starts one run for each, at most CatchUpMax; the
+	// overlap policy queues them, and OverlapQueue lets them all wait.
+	CatchUpAll CatchUp = "all"
+)
 
 // DocumentSpec is a pipeline's shared document (spec 2's
 // current_cycle.md): a view of the store that holds a header made from

@@ -283,7 +283,7 @@ type Pipeline struct {
 	// InputsSchema is the JSON Schema file a run's inputs (a JSON object)
 	// must satisfy; empty: any inputs.
 	InputsSchema string `yaml:"inputs_schema"`
-	// Schedule, if set, starts a run every interval.
+	// Schedule, if set, starts runs every interval or on a cron schedule.
 	Schedule *PipelineSchedule `yaml:"schedule"`
 	// MaxDuration, if set, bounds a run: once it is overdue, its
 	// unfinished steps are cut short and it is forced to Final.
@@ -312,10 +312,22 @@ type Document struct {
 	Iteration string `yaml:"iteration"`
 }
 
-// PipelineSchedule starts runs of a pipeline on a clock.
+// PipelineSchedule starts runs of a pipeline on a clock: every interval,
+// or at the fire times of a cron expression (exactly one of the two).
 type PipelineSchedule struct {
 	// Every is the time from one run's start to the next one's.
 	Every Duration `yaml:"every"`
+	// Cron is a five-field cron expression or a descriptor (@daily), read
+	// in Timezone (default UTC).
+	Cron     string `yaml:"cron"`
+	Timezone string `yaml:"timezone"`
+	// Overlap: what a fire time does while a run is running: allow (the
+	// default), skip or queue.
+	Overlap string `yaml:"overlap"`
+	// CatchUp: what the fire times missed while the runner was down do
+	// at its start: none, one (the default) or all, at most CatchUpMax.
+	CatchUp    string `yaml:"catch_up"`
+	CatchUpMax int    `yaml:"catch_up_max"`
 	// Inputs, if set, are the inputs of each run the schedule starts (a
 	// JSON object that the pipeline's inputs_schema must accept).
 	Inputs JSON `yaml:"inputs"`
@@ -465,6 +477,18 @@ type Validity struct {
 type Schedule struct {
 	// Every is the time from one cycle's start to the next one's.
 	Every Duration `yaml:"every"`
+	// Cron, instead of Every, starts cycles at the fire times of a
+	// five-field cron expression or a descriptor (@daily), read in
+	// Timezone (default UTC).
+	Cron     string `yaml:"cron"`
+	Timezone string `yaml:"timezone"`
+	// Overlap: what a fire time does while a cycle is running: queue (the
+	// default: the cycle starts after it) or skip.
+	Overlap string `yaml:"overlap"`
+	// CatchUp: what the fire times missed while the runner was down do
+	// at its start: none, or one (the default) cycle for them all. (Not
+	// all: cycles are never closer than min_cycle.)
+	CatchUp string `yaml:"catch_up"`
 	// MinCycle: the next cycle never starts sooner after the last start.
 	MinCycle Duration `yaml:"min_cycle"`
 	// MaxCycle bounds a cycle's duration.

@@ -9,21 +9,35 @@ import (
 // The defaults, all in one place. The README's configuration reference
 // lists the same values.
 const (
-	DefaultName             = "agentrunner"
-	DefaultArtifactsDir     = "./artifacts" // FR-158
-	DefaultStateDriver      = "sqlite"
-	DefaultStateFile        = "state.db" // under artifacts_dir
-	DefaultBackupDir        = "backups"  // under artifacts_dir
-	DefaultBackupKeep       = 7
-	DefaultToolsFile        = "tools.md"
-	DefaultMemoryTemplate   = "output_templates/memory.md"
-	DefaultAgentTimeout     = 30 * time.Minute
-	DefaultRetriesMax       = 3 // FR-045
-	DefaultKillGrace        = 5 * time.Second
-	DefaultEvery            = 6 * time.Hour
-	DefaultMinCycle         = 1 * time.Hour  // FR-005
-	DefaultMaxCycle         = 24 * time.Hour // FR-006
-	DefaultMaxMessages      = 5              // FR-031
+	DefaultName           = "agentrunner"
+	DefaultArtifactsDir   = "./artifacts" // FR-158
+	DefaultStateDriver    = "sqlite"
+	DefaultStateFile      = "state.db" // under artifacts_dir
+	DefaultBackupDir      = "backups"  // under artifacts_dir
+	DefaultBackupKeep     = 7
+	DefaultToolsFile      = "tools.md"
+	DefaultMemoryTemplate = "output_templates/memory.md"
+	DefaultAgentTimeout   = 30 * time.Minute
+	DefaultRetriesMax     = 3 // FR-045
+	DefaultKillGrace      = 5 * time.Second
+	DefaultEvery          = 6 * time.Hour
+	DefaultMinCycle       = 1 * time.Hour  // FR-005
+	DefaultMaxCycle       = 24 * time.Hour // FR-006
+	DefaultTimezone       = "UTC"          // of a cron schedule
+	// DefaultLoopOverlap: a cycle due while one runs starts after it.
+	DefaultLoopOverlap = "queue"
+	// DefaultPipelineOverlap: a pipeline's scheduled run starts whatever
+	// runs (max_concurrent_runs, if set, queues it), as before overlap
+	// could be chosen.
+	DefaultPipelineOverlap = "allow"
+	// DefaultCatchUp: one run stands for all the fire times missed while
+	// the runner was down, as an every schedule always did.
+	DefaultCatchUp    = "one"
+	DefaultCatchUpMax = 10
+	// MaxCatchUp bounds catch_up_max: a runner back from a long downtime
+	// must not start a flood of runs.
+	MaxCatchUp              = 1000
+	DefaultMaxMessages      = 5 // FR-031
 	DefaultExecutionTimeout = 2 * time.Hour
 	DefaultPollInterval     = 30 * time.Second
 	DefaultRequestTimeout   = 10 * time.Second
@@ -188,7 +202,7 @@ func (c *Config) WithDefaults() {
 		orDefault(c, "mcp_servers."+name+".prefix", &m.Prefix, name+"_")
 		orDefault(c, "mcp_servers."+name+".timeout", &m.Timeout, Duration(DefaultMCPTimeout))
 	}
-	orDefault(c, "schedule.every", &c.Schedule.Every, Duration(DefaultEvery))
+	c.scheduleDefaults()
 	orDefault(c, "schedule.min_cycle", &c.Schedule.MinCycle, Duration(DefaultMinCycle))
 	orDefault(c, "schedule.max_cycle", &c.Schedule.MaxCycle, Duration(DefaultMaxCycle))
 	orDefault(c, "mailbox.max_messages", &c.Mailbox.MaxMessages, DefaultMaxMessages)

@@ -58,7 +58,12 @@ func (c *Config) Loop() *agentrunner.Pipeline {
 	p := c.graph(c.Name, &c.Pipeline)
 	p.Where = fileLine(c.Where("pipeline"))
 	p.RunID, p.MaxConcurrentRuns, p.Serial, p.Noun = agentrunner.RunIDTimestamp, 1, true, "cycle"
-	p.Every = max(c.Schedule.Every.D(), c.Schedule.MinCycle.D())
+	c.Schedule.timing().apply(p)
+	if p.Cron != nil {
+		p.MinInterval = c.Schedule.MinCycle.D()
+	} else {
+		p.Every = max(c.Schedule.Every.D(), c.Schedule.MinCycle.D())
+	}
 	p.MaxDuration, p.Final = c.Schedule.MaxCycle.D(), c.Pipeline.Final
 	for id, st := range p.Steps {
 		st.Where = fileLine(c.Where("pipeline.steps." + id))
@@ -77,7 +82,8 @@ func (c *Config) graph(name string, p *Pipeline) *agentrunner.Pipeline {
 		MaxDuration: p.MaxDuration.D(), Final: p.Final, Views: agentrunner.ViewMode(p.Views),
 	}
 	if p.Schedule != nil {
-		g.Every, g.EveryInputs = p.Schedule.Every.D(), p.Schedule.ScheduleInputs()
+		p.Schedule.timing(name).apply(g)
+		g.EveryInputs = p.Schedule.ScheduleInputs()
 	}
 	if d := p.Document; d != nil {
 		g.Document = &agentrunner.DocumentSpec{File: c.Abs(d.File), Archive: c.Abs(d.Archive), Iteration: d.Iteration}
@@ -205,8 +211,11 @@ func (v *validator) graphSettings(key string, p *Pipeline) {
 	if p.MaxConcurrentRuns < 0 {
 		v.add(key+".max_concurrent_runs", "must not be negative (0: no bound), got %d", p.MaxConcurrentRuns)
 	}
-	if p.Schedule != nil && p.Schedule.Every <= 0 {
-		v.add(key+".schedule.every", "must be positive: the time from one run's start to the next one's")
+	if p.Schedule != nil {
+		if p.Schedule.Cron == "" && p.Schedule.Every <= 0 {
+			v.add(key+".schedule.every", "must be positive: the time from one run's start to the next one's (or give cron instead)")
+		}
+		v.schedule(p.Schedule.timing(p.Name))
 	}
 	v.document(key+".document", p)
 	v.documentReaders(key, p)

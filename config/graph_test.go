@@ -94,7 +94,7 @@ func TestGraphFaults(t *testing.T) {
 			`testdata/graphs/step-keys/agentrunner.yaml:14:5: pipelines.p.final: final is the step a run that outlives max_duration is forced to: set max_duration with it`,
 			`testdata/graphs/step-keys/agentrunner.yaml:11:5: pipelines.p.run_id: unknown run id format "uuid" (supported: timestamp, date-seq, seq)`,
 			`testdata/graphs/step-keys/agentrunner.yaml:12:5: pipelines.p.max_concurrent_runs: must not be negative (0: no bound), got -1`,
-			`testdata/graphs/step-keys/agentrunner.yaml:13:16: pipelines.p.schedule.every: must be positive: the time from one run's start to the next one's`,
+			`testdata/graphs/step-keys/agentrunner.yaml:13:16: pipelines.p.schedule.every: must be positive: the time from one run's start to the next one's (or give cron instead)`,
 			`testdata/graphs/step-keys/agentrunner.yaml:22:9: pipelines.p.steps.a.gate: applies to gate steps (kind: gate) and state steps (kind: state) only`,
 			`testdata/graphs/step-keys/agentrunner.yaml:19:18: pipelines.p.steps.a.routes[0]: an otherwise route is {otherwise: STEP} alone; a route with a label is {when: LABEL, to: STEP}`,
 			`testdata/graphs/step-keys/agentrunner.yaml:19:50: pipelines.p.steps.a.routes[1].when: is required: the label that takes this route (or write {otherwise: STEP})`,
@@ -165,6 +165,7 @@ func TestGraphShapes(t *testing.T) {
 	five := agentrunner.RetryPolicy{Max: 5, Backoff: def.Backoff}
 	want := map[string]*agentrunner.Pipeline{
 		"review": {Name: "review", Start: "draft", RunID: agentrunner.RunIDDateSeq, MaxConcurrentRuns: 50, Every: time.Hour,
+			Overlap: agentrunner.OverlapAllow, CatchUp: agentrunner.CatchUpOne, CatchUpMax: 10,
 			EveryInputs:     map[string]any{"topic": "nightly", "rounds": 2.0},
 			InputSchemaPath: c.Abs("inputs.schema.json"), Where: at("25"),
 			Steps: map[string]*agentrunner.Step{

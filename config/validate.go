@@ -54,9 +54,10 @@ func (c *Config) validate() Problems {
 	}
 	v.graphs()
 	v.backlog()
-	if c.Schedule.Every <= 0 {
+	if c.Schedule.Cron == "" && c.Schedule.Every <= 0 {
 		v.add("schedule.every", "must be positive")
 	}
+	v.loopSchedule()
 	if c.Schedule.MaxCycle <= 0 {
 		v.add("schedule.max_cycle", "must be positive")
 	} else if c.Schedule.MinCycle > c.Schedule.MaxCycle {

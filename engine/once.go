@@ -83,7 +83,7 @@ func (e *Engine) unscheduled() (*scheduler.Scheduler, error) {
 	pipelines := e.Config().Graphs()
 	for name, p := range pipelines {
 		unscheduled := *p
-		unscheduled.Every = 0
+		unscheduled.Every, unscheduled.Cron = 0, nil
 		pipelines[name] = &unscheduled
 	}
 	return e.scheduler(pipelines)

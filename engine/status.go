@@ -2,10 +2,13 @@ package engine
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/agentrunner/agentrunner"
 	"github.com/agentrunner/agentrunner/config"
+	"github.com/agentrunner/agentrunner/scheduler"
 )
 
 // Status is the loop's state as GET /api/status reports it (FR-062).
@@ -18,12 +21,26 @@ type Status struct {
 	LastCompletedStep string `json:"last_completed_step"`
 	// NextScheduledTime is when the next cycle is due.
 	NextScheduledTime time.Time `json:"next_scheduled_time"`
+	// Schedules are the workspace's schedules, the loop's and its
+	// pipelines', with when each fires next (FR-008).
+	Schedules []ScheduleStatus `json:"schedules,omitempty"`
 	// LastCycle summarizes the most recent cycle, running or finished.
 	LastCycle *CycleSummary `json:"last_cycle"`
 	// Paused says an operator paused the loop: no new step starts.
 	Paused   bool       `json:"paused"`
 	PausedBy string     `json:"paused_by,omitempty"`
 	PausedAt *time.Time `json:"paused_at,omitempty"`
+}
+
+// ScheduleStatus is one pipeline's schedule as status shows it.
+type ScheduleStatus struct {
+	Pipeline string `json:"pipeline"`
+	// Schedule is how it is written: "every 6h0m0s" or
+	// "cron 0 0 * * * (UTC)".
+	Schedule     string              `json:"schedule"`
+	NextFireTime time.Time           `json:"next_fire_time"`
+	Overlap      agentrunner.Overlap `json:"overlap"`
+	CatchUp      agentrunner.CatchUp `json:"catch_up"`
 }
 
 // CycleSummary is a cycle's outcome in a few fields.
@@ -36,9 +53,26 @@ type CycleSummary struct {
 }
 
 // ReadStatus reads the status from the store alone, so the CLI can report
-// it without a running server.
+// it without a running server. A nil store is a workspace without a
+// state database yet: nothing ran.
 func ReadStatus(ctx context.Context, store agentrunner.Store, cfg *config.Config, now time.Time) (*Status, error) {
 	st := &Status{Pipeline: cfg.Name, CurrentState: agentrunner.StateIdle, NextScheduledTime: now}
+	var runs runLister
+	if store != nil {
+		runs = store
+	}
+	var err error
+	if st.Schedules, err = ReadSchedules(ctx, runs, cfg, now); err != nil {
+		return nil, err
+	}
+	for _, sc := range st.Schedules {
+		if sc.Pipeline == cfg.Name && cfg.HasLoop() {
+			st.NextScheduledTime = sc.NextFireTime
+		}
+	}
+	if store == nil {
+		return st, nil
+	}
 	ctl, err := store.Control(ctx)
 	if err != nil {
 		return nil, err
@@ -62,7 +96,6 @@ func ReadStatus(ctx context.Context, store agentrunner.Store, cfg *config.Config
 	st.CurrentState = c.State()
 	st.CurrentCycleID = c.ID
 	st.LastCompletedStep = c.LastCompletedStep
-	st.NextScheduledTime = NextStart(cfg.Schedule, c, now)
 	st.LastCycle = &CycleSummary{ID: c.ID, Status: c.Status, StartedAt: c.StartedAt, Error: c.Error}
 	if !c.EndedAt.IsZero() {
 		ended := c.EndedAt
@@ -79,4 +112,37 @@ func NextStart(s config.Schedule, last *agentrunner.Cycle, now time.Time) time.T
 		return now
 	}
 	return last.StartedAt.Add(max(s.Every.D(), s.MinCycle.D()))
+}
+
+// runLister is what ReadSchedules needs of the store.
+type runLister interface {
+	Runs(ctx context.Context, f agentrunner.RunFilter) ([]*agentrunner.Run, error)
+}
+
+// ReadSchedules lists the schedules of the workspace's pipelines, by
+// name, each with when it fires next as its newest run in the store
+// shows it (scheduler.NextFire). A nil store has no runs.
+func ReadSchedules(ctx context.Context, store runLister, cfg *config.Config, now time.Time) ([]ScheduleStatus, error) {
+	graphs := cfg.Graphs()
+	var out []ScheduleStatus
+	for _, name := range slices.Sorted(maps.Keys(graphs)) {
+		p := graphs[name]
+		if !p.Scheduled() {
+			continue
+		}
+		var newest time.Time
+		var unfinished bool
+		if store != nil {
+			rs, err := store.Runs(ctx, agentrunner.RunFilter{Pipeline: name, Limit: 1})
+			if err != nil {
+				return nil, err
+			}
+			if len(rs) > 0 {
+				newest, unfinished = rs[0].StartedAt, !rs[0].Status.Finished()
+			}
+		}
+		out = append(out, ScheduleStatus{Pipeline: name, Schedule: scheduler.DescribeSchedule(p),
+			NextFireTime: scheduler.NextFire(p, newest, unfinished, now), Overlap: p.Overlap, CatchUp: p.CatchUp})
+	}
+	return out, nil
 }

@@ -222,7 +222,9 @@ func TestClientReads(t *testing.T) {
 		}
 		want := &engine.Status{Pipeline: "crypton", CurrentState: "research", CurrentCycleID: clientRunningID, LastCompletedStep: "plan",
 			NextScheduledTime: started.Add(6 * time.Hour),
-			LastCycle:         &engine.CycleSummary{ID: clientRunningID, Status: agentrunner.CycleRunning, StartedAt: started}}
+			LastCycle:         &engine.CycleSummary{ID: clientRunningID, Status: agentrunner.CycleRunning, StartedAt: started},
+			Schedules: []engine.ScheduleStatus{{Pipeline: "crypton", Schedule: "every 6h0m0s", NextFireTime: started.Add(6 * time.Hour),
+				Overlap: agentrunner.OverlapQueue, CatchUp: agentrunner.CatchUpOne}}}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("Status (-want +got):\n%s", diff)
 		}

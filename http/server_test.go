@@ -115,13 +115,15 @@ func TestStatus(t *testing.T) {
 		{
 			name: "no cycle yet",
 			want: `{"pipeline": "crypton", "current_state": "Idle", "current_cycle_id": "", "last_completed_step": "",
-				"next_scheduled_time": "2026-03-14T09:26:53Z", "last_cycle": null, "paused": false}`,
+				"next_scheduled_time": "2026-03-14T09:26:53Z",
+				"schedules": [{"pipeline": "crypton", "schedule": "every 6h0m0s", "next_fire_time": "2026-03-14T09:26:53Z", "overlap": "queue", "catch_up": "one"}], "last_cycle": null, "paused": false}`,
 		},
 		{
 			name:    "paused by an operator",
 			changes: []*agentrunner.Change{{Control: &agentrunner.Control{Paused: true, PausedBy: "alice", PausedAt: ended}}},
 			want: `{"pipeline": "crypton", "current_state": "Idle", "current_cycle_id": "", "last_completed_step": "",
-				"next_scheduled_time": "2026-03-14T09:26:53Z", "last_cycle": null,
+				"next_scheduled_time": "2026-03-14T09:26:53Z",
+				"schedules": [{"pipeline": "crypton", "schedule": "every 6h0m0s", "next_fire_time": "2026-03-14T09:26:53Z", "overlap": "queue", "catch_up": "one"}], "last_cycle": null,
 				"paused": true, "paused_by": "alice", "paused_at": "2026-03-14T08:26:53Z"}`,
 		},
 		{
@@ -131,6 +133,7 @@ func TestStatus(t *testing.T) {
 			},
 			want: `{"pipeline": "crypton", "current_state": "research", "current_cycle_id": "20260314_072653",
 				"last_completed_step": "plan", "next_scheduled_time": "2026-03-14T13:26:53Z",
+				"schedules": [{"pipeline": "crypton", "schedule": "every 6h0m0s", "next_fire_time": "2026-03-14T13:26:53Z", "overlap": "queue", "catch_up": "one"}],
 				"last_cycle": {"id": "20260314_072653", "status": "running", "started_at": "2026-03-14T07:26:53Z", "ended_at": null}, "paused": false}`,
 		},
 		{
@@ -144,6 +147,7 @@ func TestStatus(t *testing.T) {
 			},
 			want: `{"pipeline": "crypton", "current_state": "WaitingForNextCycle", "current_cycle_id": "20260314_072653",
 				"last_completed_step": "evaluate", "next_scheduled_time": "2026-03-14T13:26:53Z",
+				"schedules": [{"pipeline": "crypton", "schedule": "every 6h0m0s", "next_fire_time": "2026-03-14T13:26:53Z", "overlap": "queue", "catch_up": "one"}],
 				"last_cycle": {"id": "20260314_072653", "status": "completed", "started_at": "2026-03-14T07:26:53Z",
 					"ended_at": "2026-03-14T08:26:53Z"}, "paused": false}`,
 		},
@@ -159,6 +163,7 @@ func TestStatus(t *testing.T) {
 			},
 			want: `{"pipeline": "crypton", "current_state": "WaitingForNextCycle", "current_cycle_id": "20260314_072653",
 				"last_completed_step": "synthesize", "next_scheduled_time": "2026-03-14T13:26:53Z",
+				"schedules": [{"pipeline": "crypton", "schedule": "every 6h0m0s", "next_fire_time": "2026-03-14T13:26:53Z", "overlap": "queue", "catch_up": "one"}],
 				"last_cycle": {"id": "20260314_072653", "status": "failed", "started_at": "2026-03-14T07:26:53Z",
 					"ended_at": "2026-03-14T08:26:53Z", "error": "step execute failed after 4 attempt(s)"}, "paused": false}`,
 		},

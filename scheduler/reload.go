@@ -42,17 +42,21 @@ func (s *Scheduler) reload(ch *agentrunner.Change, cmd *agentrunner.Command) {
 		s.consume(ch, cmd, "ignored: "+err.Error())
 		return
 	}
+	for name := range s.due {
+		if !sameSchedule(s.opts.Pipelines[name], r.Pipelines[name]) {
+			delete(s.due, name) // a new schedule counts from the newest run
+		}
+	}
 	s.opts.Pipelines, s.opts.Kinds = r.Pipelines, r.Kinds
 	s.labels = map[*agentrunner.Step]*route.Extractor{}
 	s.scheduled = nil
 	for _, name := range slices.Sorted(maps.Keys(r.Pipelines)) {
 		p := r.Pipelines[name]
 		_ = s.compile(p) // checked by checkReload
-		if p.Every > 0 {
+		if p.Scheduled() {
 			s.scheduled = append(s.scheduled, p)
 		}
 	}
-	clear(s.due) // a new schedule counts from the newest run
 	for _, rs := range s.runs {
 		rs.pipeline = r.Pipelines[rs.pipeline.Name]
 	}

@@ -23,7 +23,7 @@ func (s *Scheduler) finish(ch *agentrunner.Change, rs *runState) {
 	delete(s.runs, rs.run.ID)
 	p := rs.run.Pipeline
 	s.active[p]--
-	if q := s.queued[p]; len(q) > 0 {
+	if q := s.queued[p]; len(q) > 0 && s.room(rs.pipeline) {
 		s.queued[p] = q[1:]
 		s.begin(ch, q[0])
 	}
@@ -32,6 +32,26 @@ func (s *Scheduler) finish(ch *agentrunner.Change, rs *runState) {
 // startRun creates a run of pipeline p with its inputs: running at once,
 // or queued behind max_concurrent_runs. It returns the run's id.
 func (s *Scheduler) startRun(ctx context.Context, ch *agentrunner.Change, p *agentrunner.Pipeline, inputs map[string]any, parent string) (string, error) {
+	return s.newRun(ctx, ch, p, inputs, parent, s.full(p))
+}
+
+// full reports whether p runs as many runs as max_concurrent_runs lets it.
+func (s *Scheduler) full(p *agentrunner.Pipeline) bool {
+	return p.MaxConcurrentRuns > 0 && s.active[p.Name] >= p.MaxConcurrentRuns
+}
+
+// room reports whether a queued run of p may begin: below
+// max_concurrent_runs or, without one (the runs a schedule's overlap:
+// queue holds), when none runs.
+func (s *Scheduler) room(p *agentrunner.Pipeline) bool {
+	if p.MaxConcurrentRuns > 0 {
+		return s.active[p.Name] < p.MaxConcurrentRuns
+	}
+	return s.active[p.Name] == 0
+}
+
+// newRun creates a run of p, queued when queue is set, else running.
+func (s *Scheduler) newRun(ctx context.Context, ch *agentrunner.Change, p *agentrunner.Pipeline, inputs map[string]any, parent string, queue bool) (string, error) {
 	id, err := s.ids.next(ctx, p, func(id string) string { return s.opts.RunDir(p.Name, id) })
 	if err != nil {
 		return "", err
@@ -47,7 +67,7 @@ func (s *Scheduler) startRun(ctx context.Context, ch *agentrunner.Change, p *age
 		}
 	}
 	s.runs[id] = rs
-	if p.MaxConcurrentRuns > 0 && s.active[p.Name] >= p.MaxConcurrentRuns {
+	if queue {
 		s.putRun(ch, rs)
 		s.queued[p.Name] = append(s.queued[p.Name], rs)
 		s.event(ch, rs, "", runEvent(p, "queued"), agentrunner.LevelInfo, map[string]any{"pipeline": p.Name, "ahead": len(s.queued[p.Name]) - 1})
@@ -65,6 +85,7 @@ func (s *Scheduler) begin(ch *agentrunner.Change, rs *runState) {
 	r.Status, r.StartedAt = agentrunner.RunRunning, s.clock.Now()
 	rs.run = &r
 	s.active[r.Pipeline]++
+	s.started[r.Pipeline] = r.StartedAt
 	s.bound(rs)
 	s.batch.begun[r.ID] = r.Dir
 	s.putRun(ch, rs)
@@ -217,46 +238,6 @@ func (s *Scheduler) resumeStepRun(ch *agentrunner.Change, rs *runState, ss *step
 			s.batch.start = append(s.batch.start, t)
 		}
 	}
-}
-
-// schedules starts a run of each scheduled pipeline whose time has come:
-// every p.Every from the start of its newest run, the first one at once.
-// A run that is still going does not hold the next one back, but
-// max_concurrent_runs queues it; while a run of it is still queued, none
-// is added behind it (the due time moves on), so runs do not pile up.
-func (s *Scheduler) schedules(ctx context.Context) error {
-	if s.control.Paused {
-		return nil // a due run starts at the resume
-	}
-	now := s.clock.Now()
-	for _, p := range s.scheduled {
-		name := p.Name
-		at, ok := s.due[name]
-		if !ok {
-			runs, err := s.store.Runs(ctx, agentrunner.RunFilter{Pipeline: name, Limit: 1})
-			if err != nil {
-				return err
-			}
-			at = now
-			if len(runs) > 0 {
-				at = runs[0].StartedAt.Add(p.Every)
-			}
-		}
-		if at.After(now) {
-			s.due[name] = at
-			continue
-		}
-		if len(s.queued[name]) > 0 {
-			s.due[name] = now.Add(p.Every)
-			continue
-		}
-		ch := s.batch.change()
-		if _, err := s.startRun(ctx, ch, p, p.EveryInputs, ""); err != nil {
-			return err
-		}
-		s.due[name] = now.Add(p.Every)
-	}
-	return nil
 }
 
 // startRequest asks the loop for a run of a pipeline (Start); reply gets

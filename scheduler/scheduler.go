@@ -178,9 +178,13 @@ type Scheduler struct {
 	// when next looked at.
 	timed map[*stepState]*runState
 	// scheduled are the pipelines with a schedule, by name; due is when
-	// each one's next run starts.
+	// each one's next run starts; looked are those whose first look
+	// (which catches up on the fire times missed while the runner was
+	// down) is done; started is when each pipeline's newest run started.
 	scheduled []*agentrunner.Pipeline
 	due       map[string]time.Time
+	looked    map[string]bool
+	started   map[string]time.Time
 	batch     *batch
 	stopping  bool
 
@@ -214,7 +218,7 @@ func New(opts Options) (*Scheduler, error) {
 	}
 	s := &Scheduler{
 		opts: opts, clock: opts.Clock, log: opts.Logger,
-		labels: map[*agentrunner.Step]*route.Extractor{}, wake: make(chan struct{}, 1), starts: make(chan *startRequest), settled: make(chan struct{}), awaited: newCommandResults(), timed: map[*stepState]*runState{}, due: map[string]time.Time{},
+		labels: map[*agentrunner.Step]*route.Extractor{}, wake: make(chan struct{}, 1), starts: make(chan *startRequest), settled: make(chan struct{}), awaited: newCommandResults(), timed: map[*stepState]*runState{}, due: map[string]time.Time{}, looked: map[string]bool{}, started: map[string]time.Time{},
 		runs: map[string]*runState{}, halted: map[string]*runState{}, queued: map[string][]*runState{}, active: map[string]int{},
 		behind: map[string]bool{}, hurry: make(chan struct{}),
 	}
@@ -223,7 +227,7 @@ func New(opts Options) (*Scheduler, error) {
 		if err := s.compile(p); err != nil {
 			return nil, err
 		}
-		if p.Every > 0 {
+		if p.Scheduled() {
 			s.scheduled = append(s.scheduled, p)
 		}
 	}

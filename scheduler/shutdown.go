@@ -73,13 +73,6 @@ func (s *Scheduler) heartbeatAt(since time.Time) time.Time {
 	return later(since, last)
 }
 
-func later(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
-}
-
 // Hurry cuts the grace of a shutdown short (a second SIGINT): the running
 // attempts are interrupted at once, and recorded as shut down.
 func (s *Scheduler) Hurry() {

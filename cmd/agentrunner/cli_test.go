@@ -369,8 +369,9 @@ func TestMalformedConfigurationStartsNothing(t *testing.T) {
 func TestStatusOfAFreshWorkspaceIsIdleAndCreatesNothing(t *testing.T) {
 	dir := cliExample(t)
 	st := cliStatus(t, cliConfigPath(dir))
-	want := &engine.Status{Pipeline: "crypton", CurrentState: agentrunner.StateIdle}
-	if diff := cmp.Diff(want, st, cmpopts.IgnoreFields(engine.Status{}, "NextScheduledTime")); diff != "" {
+	want := &engine.Status{Pipeline: "crypton", CurrentState: agentrunner.StateIdle,
+		Schedules: []engine.ScheduleStatus{{Pipeline: "crypton", Schedule: "every 6h0m0s", Overlap: agentrunner.OverlapQueue, CatchUp: agentrunner.CatchUpOne}}}
+	if diff := cmp.Diff(want, st, cmpopts.IgnoreFields(engine.Status{}, "NextScheduledTime"), cmpopts.IgnoreFields(engine.ScheduleStatus{}, "NextFireTime")); diff != "" {
 		t.Errorf("status (-want +got):\n%s", diff)
 	}
 	if st.NextScheduledTime.IsZero() {

@@ -39,16 +39,18 @@ $AGENTRUNNER_API_KEY.`,
 				return err
 			}
 			now := time.Now().UTC()
-			st := &engine.Status{Pipeline: cfg.Name, CurrentState: agentrunner.StateIdle, NextScheduledTime: now}
+			var store agentrunner.Store // none before the first run
 			if db := cfg.Abs(cfg.State.Path); fileExists(db) {
-				store, err := openStore(cmd.Context(), cfg)
+				s, err := openStore(cmd.Context(), cfg)
 				if err != nil {
 					return failureError(err)
 				}
-				defer store.Close()
-				if st, err = engine.ReadStatus(cmd.Context(), store, cfg, now); err != nil {
-					return failureError(err)
-				}
+				defer s.Close()
+				store = s
+			}
+			st, err := engine.ReadStatus(cmd.Context(), store, cfg, now)
+			if err != nil {
+				return failureError(err)
 			}
 			return printStatus(cmd.OutOrStdout(), st, asJSON)
 		},
@@ -71,6 +73,7 @@ func printStatus(out io.Writer, st *engine.Status, asJSON bool) error {
 	fmt.Fprintf(out, "current cycle:        %s\n", orNone(st.CurrentCycleID))
 	fmt.Fprintf(out, "last completed step:  %s\n", orNone(st.LastCompletedStep))
 	fmt.Fprintf(out, "next scheduled time:  %s\n", st.NextScheduledTime.Format(time.RFC3339))
+	printSchedules(out, st.Schedules)
 	if c := st.LastCycle; c != nil {
 		fmt.Fprintf(out, "last cycle:           %s %s", c.ID, c.Status)
 		if c.Error != "" {
@@ -86,6 +89,18 @@ func printStatus(out io.Writer, st *engine.Status, asJSON bool) error {
 		fmt.Fprintln(out)
 	}
 	return nil
+}
+
+// printSchedules prints each schedule with its next fire time.
+func printSchedules(out io.Writer, schedules []engine.ScheduleStatus) {
+	if len(schedules) == 0 {
+		return
+	}
+	fmt.Fprintln(out, "schedules:")
+	for _, sc := range schedules {
+		fmt.Fprintf(out, "  %s: %s; next %s; overlap %s, catch_up %s\n",
+			sc.Pipeline, sc.Schedule, sc.NextFireTime.UTC().Format(time.RFC3339), sc.Overlap, sc.CatchUp)
+	}
 }
 
 func orNone(s string) string {
