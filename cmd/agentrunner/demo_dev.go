@@ -206,7 +206,7 @@ func (d *devDemo) follow(ctx context.Context, item string) (*backlog.ItemView, e
 		if v.Status.Finished() {
 			return v, nil
 		}
-		if err := d.answerGates(ctx); err != nil {
+		if err := d.answerGates(ctx, v); err != nil {
 			return nil, err
 		}
 		select {
@@ -232,15 +232,17 @@ func (d *devDemo) show(id, what string, p backlog.Progress) {
 	}
 }
 
-// answerGates answers, once, each gate whose agent asked a question.
-func (d *devDemo) answerGates(ctx context.Context) error {
+// answerGates answers, once, each gate whose agent asked a question,
+// once the item's view shows its task waiting (so the waiting line is
+// printed before the answer).
+func (d *devDemo) answerGates(ctx context.Context, v *backlog.ItemView) error {
 	list, err := d.api.Gates(ctx)
 	if err != nil {
 		return err
 	}
 	for _, g := range list.Gates {
 		key := g.Run + "/" + g.Step
-		if d.answered[key] || g.Question == "" {
+		if d.answered[key] || g.Question == "" || !shownWaiting(v, g.Run) {
 			continue
 		}
 		d.answered[key] = true
@@ -254,6 +256,16 @@ func (d *devDemo) answerGates(ctx context.Context) error {
 		fmt.Fprintln(d.out)
 	}
 	return nil
+}
+
+// shownWaiting reports whether the item's view has task run waiting.
+func shownWaiting(v *backlog.ItemView, run string) bool {
+	for _, t := range v.Tasks {
+		if t.ID == run {
+			return t.Waiting
+		}
+	}
+	return false
 }
 
 // summary prints each task's branch and commit, and what to try next.
