@@ -101,6 +101,9 @@ type MockOptions struct {
 	// OnRequest, if set, is called with each request after it was
 	// answered, in the request's goroutine: for logging and recording.
 	OnRequest func(Request)
+	// OnPush, if set, is called with each callback push once sent (or
+	// failed), in the sender's goroutine.
+	OnPush func(Push)
 }
 
 // Request is one request the mock received, whatever its outcome.

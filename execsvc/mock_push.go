@@ -199,6 +199,9 @@ func (m *Mock) drain(ctx context.Context) {
 		m.mu.Lock()
 		m.pushed = append(m.pushed, p)
 		m.mu.Unlock()
+		if m.opts.OnPush != nil {
+			m.opts.OnPush(p)
+		}
 	}
 }
 

@@ -117,7 +117,9 @@ func TestMockAdvancesAndPushes(t *testing.T) {
 func TestMockPushesWhatPollsChange(t *testing.T) {
 	secret := []byte("s3cret")
 	rcv := newReceiver(t, secret, time.Now, http.StatusUnauthorized)
-	m := NewMock(MockOptions{ExecutingAfter: 1, CompletedAfter: 2, Callback: MockCallback{URL: rcv.url, Secret: secret}})
+	var hooked []Push
+	m := NewMock(MockOptions{ExecutingAfter: 1, CompletedAfter: 2, Callback: MockCallback{URL: rcv.url, Secret: secret},
+		OnPush: func(p Push) { hooked = append(hooked, p) }})
 	url, err := m.Start("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -137,6 +139,9 @@ func TestMockPushesWhatPollsChange(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, m.Pushes(), cmpopts.IgnoreFields(Push{}, "Time")); diff != "" {
 		t.Errorf("pushes (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(m.Pushes(), hooked); diff != "" {
+		t.Errorf("pushes the hook saw (-Pushes +hook):\n%s", diff)
 	}
 }
 

@@ -111,6 +111,7 @@ agents and records every state change durably, so a crash resumes where it stopp
 		newMemoryCommand(),
 		newTodosCommand(),
 		newAgentsCommand(),
+		newExecsvcCommand(),
 	)
 	root.AddCommand(remoteCommands()...)
 	root.AddCommand(runCommands()...)
