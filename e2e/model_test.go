@@ -122,7 +122,8 @@ func writeCandles(t *testing.T, dir string) {
 }
 
 // modelWorkspace writes the example with every agent on the given provider
-// pointed at baseURL, with tools that work offline.
+// pointed at baseURL ("": the provider keeps its default, the vendor's or
+// OPENAI_BASE_URL's), with tools that work offline.
 func modelWorkspace(t *testing.T, provider, baseURL string) string {
 	dir := t.TempDir()
 	if out, err := exec.Command(binary, "init", "--provider", provider, dir).CombinedOutput(); err != nil {
@@ -134,12 +135,15 @@ func modelWorkspace(t *testing.T, provider, baseURL string) string {
 	cfgPath := filepath.Join(dir, "agentrunner.yaml")
 	raw, _ := os.ReadFile(cfgPath)
 	s := string(raw)
-	for old, repl := range map[string]string{
-		"    model: gpt-4.1\n":           "    model: gpt-4.1\n    base_url: " + baseURL + "\n",
-		"    model: claude-sonnet-4-5\n": "    model: claude-sonnet-4-5\n    base_url: " + baseURL + "\n",
+	edits := map[string]string{
 		"tools: [web_search, web_fetch, bird, technical_indicators, memory_append, memory_search]": "tools: [technical_indicators, memory_append, memory_search]",
 		"    provider: binance\n": "    provider: csv\n    data_dir: " + data + "\n",
-	} {
+	}
+	if baseURL != "" {
+		edits["    model: gpt-4.1\n"] = "    model: gpt-4.1\n    base_url: " + baseURL + "\n"
+		edits["    model: claude-sonnet-4-5\n"] = "    model: claude-sonnet-4-5\n    base_url: " + baseURL + "\n"
+	}
+	for old, repl := range edits {
 		if !strings.Contains(s, old) {
 			t.Fatalf("the example has no %q to edit", old)
 		}
@@ -152,6 +156,7 @@ func modelWorkspace(t *testing.T, provider, baseURL string) string {
 // runModelCycle runs one cycle with the binary and checks what a model
 // cycle must leave: a completed cycle, two turns and the tool calls per
 // agent step, tool.call events, recorded exchanges without the key.
+// keyEnv "" sets no key: the runner gets the test's environment as it is.
 func runModelCycle(t *testing.T, cfgPath, keyEnv string, es *execsvc.Mock) {
 	url, err := es.Start("127.0.0.1:0")
 	if err != nil {
@@ -159,8 +164,10 @@ func runModelCycle(t *testing.T, cfgPath, keyEnv string, es *execsvc.Mock) {
 	}
 	defer es.Close()
 	cmd := exec.Command(binary, "run", "--once", "-c", cfgPath)
-	cmd.Env = append(os.Environ(), keyEnv+"="+testKey,
-		"AGENTRUNNER_EXECUTION_SERVICE_URL="+url, "AGENTRUNNER_EXECUTION_SERVICE_POLL_INTERVAL=20ms")
+	cmd.Env = append(os.Environ(), "AGENTRUNNER_EXECUTION_SERVICE_URL="+url, "AGENTRUNNER_EXECUTION_SERVICE_POLL_INTERVAL=20ms")
+	if keyEnv != "" {
+		cmd.Env = append(cmd.Env, keyEnv+"="+testKey)
+	}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("run --once: %v\n%s", err, out)
@@ -235,6 +242,33 @@ func TestLearningLoopOnOpenAICompatibleServer(t *testing.T) {
 	for _, req := range srv.Requests() {
 		if got := req.Header.Get("Authorization"); got != "Bearer "+testKey {
 			t.Errorf("Authorization %q", got)
+		}
+	}
+}
+
+// TestLearningLoopOnLocalServerWithoutKey: OPENAI_BASE_URL pointing at a
+// local OpenAI-compatible server that takes no key (Ollama, llama.cpp) is
+// enough: no OPENAI_API_KEY is demanded, and none is sent.
+func TestLearningLoopOnLocalServerWithoutKey(t *testing.T) {
+	b := brain{t: t}
+	var replies []fake.OpenAIReply
+	for range 10 {
+		replies = append(replies, fake.OpenAIReply{Respond: b.openAIReply})
+	}
+	srv := fake.NewOpenAI(t, "", replies...)
+	t.Setenv("OPENAI_API_KEY", "")
+	t.Setenv("OPENAI_BASE_URL", srv.URL())
+	cfgPath := modelWorkspace(t, "openai", "")
+	if out, err := exec.Command(binary, "validate", "-c", cfgPath).CombinedOutput(); err != nil {
+		t.Fatalf("validate: %v\n%s", err, out)
+	}
+	runModelCycle(t, cfgPath, "", esWithAccount())
+	if len(srv.Requests()) == 0 {
+		t.Fatal("the local server got no request")
+	}
+	for _, req := range srv.Requests() {
+		if got := req.Header.Get("Authorization"); got != "" {
+			t.Errorf("Authorization %q sent to a server configured without a key", got)
 		}
 	}
 }

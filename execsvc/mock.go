@@ -2,6 +2,7 @@ package execsvc
 
 import (
 	"bytes"
+	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -39,9 +40,20 @@ type Mock struct {
 	// safeByKey holds safe-mode requests by idempotency key.
 	safeByKey map[string]*safeEntry
 
+	// pushes are the status callbacks waiting to be sent, in order;
+	// pushing says a sender is at work on them; pushed are those sent.
+	pushes  []Push
+	pushing bool
+	pushed  []Push
+
 	srvMu  sync.Mutex
 	server *http.Server
 	served chan struct{}
+
+	// bg is the mock's background work (advancing strategies, pushing
+	// callbacks), nil while there is none; Close ends it.
+	bgMu sync.Mutex
+	bg   *background
 }
 
 // MockOptions says how the mock behaves.
@@ -73,6 +85,25 @@ type MockOptions struct {
 	// by SafeMode, so a fake clock needs no sleeping. Zero (or negative)
 	// disarms the switch.
 	HeartbeatTimeout time.Duration
+	// Advance, when positive, moves each strategy on by itself as a real
+	// service would, without waiting for polls: one status every Advance
+	// after its acceptance (executing, then completed, or error with
+	// FailWith). Polls still move it as scripted above; a status never
+	// goes back. Zero: only polls move strategies.
+	Advance time.Duration
+	// After waits for Advance; nil means time.After. A test gives a fake
+	// clock's After so nothing sleeps.
+	After func(d time.Duration) <-chan time.Time
+	// Callback, when its URL is set, has the mock push every change of a
+	// strategy's status to the runner, signed, as POST
+	// /api/execution/callback expects (see MockCallback).
+	Callback MockCallback
+	// OnRequest, if set, is called with each request after it was
+	// answered, in the request's goroutine: for logging and recording.
+	OnRequest func(Request)
+	// OnPush, if set, is called with each callback push once sent (or
+	// failed), in the sender's goroutine.
+	OnPush func(Push)
 }
 
 // Request is one request the mock received, whatever its outcome.
@@ -110,8 +141,12 @@ func NewMock(opts MockOptions) *Mock {
 	opts.ExecutingAfter = max(opts.ExecutingAfter, 0)
 	opts.CompletedAfter = max(opts.CompletedAfter, 0)
 	opts.HeartbeatTimeout = max(opts.HeartbeatTimeout, 0)
+	opts.Advance = max(opts.Advance, 0)
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.After == nil {
+		opts.After = time.After
 	}
 	return &Mock{opts: opts, byKey: map[string]*accepted{}, byID: map[string]*accepted{}, safeByKey: map[string]*safeEntry{}}
 }
@@ -141,10 +176,13 @@ func (m *Mock) Start(addr string) (string, error) {
 }
 
 // Close stops a started server, drops its connections and waits until it
-// has stopped. Closing a mock that is not serving does nothing.
+// has stopped; it ends the background work too (strategies stop
+// advancing, a callback being pushed is finished, those queued dropped). Closing a mock that is not
+// serving stops only its background work.
 func (m *Mock) Close() error {
 	m.srvMu.Lock()
 	defer m.srvMu.Unlock()
+	defer m.stopBackground()
 	if m.server == nil {
 		return nil
 	}
@@ -227,7 +265,13 @@ func (m *Mock) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m.checkSwitch(now)
 	rep := m.route(r, body, readErr, now)
 	m.requests[idx].StatusCode = rep.status
+	logged := m.requests[idx]
 	m.mu.Unlock()
+	if m.opts.OnRequest != nil {
+		// A copy, so the hook cannot change what Requests returns.
+		logged.Body = bytes.Clone(logged.Body)
+		defer m.opts.OnRequest(logged)
+	}
 
 	for k, vs := range rep.header {
 		w.Header()[k] = vs
@@ -343,6 +387,9 @@ func (m *Mock) submit(r *http.Request, body []byte, readErr error, now time.Time
 	m.byID[a.id] = a
 	sub.Strategy = bytes.Clone(sub.Strategy)
 	m.strategies = append(m.strategies, sub)
+	if m.opts.Advance > 0 {
+		m.goBackground(context.Background(), func(ctx context.Context) { m.advance(ctx, a) })
+	}
 	return reply{status: http.StatusAccepted, body: a.firstReply}
 }
 
@@ -356,17 +403,12 @@ func (m *Mock) status(id string) reply {
 	a.polls++
 	next := StatusAcknowledged
 	switch {
-	case before >= m.opts.CompletedAfter && m.opts.FailWith != "":
-		next = StatusErrored
 	case before >= m.opts.CompletedAfter:
-		next = StatusCompleted
+		next = m.final()
 	case before >= m.opts.ExecutingAfter:
 		next = StatusExecuting
 	}
-	if next != a.status {
-		a.status = next
-		a.updatedAt = m.opts.Now().UTC()
-	}
+	m.moveTo(context.Background(), a, next)
 	rc := Receipt{StrategyID: a.id, Status: a.status, UpdatedAt: a.updatedAt}
 	if a.status == StatusErrored {
 		rc.Error = m.opts.FailWith

@@ -69,6 +69,15 @@ type Kind struct {
 	// Needs lists the environment variables the tool cannot work without;
 	// nil: none.
 	Needs func(cfg *config.Config, t *config.Tool) []string
+	// Programs lists the programs the tool runs, which must be on PATH;
+	// nil: none.
+	Programs func(cfg *config.Config, t *config.Tool) []Program
+}
+
+// Program is a program a tool runs, and how to install it.
+type Program struct {
+	Name    string
+	Install string
 }
 
 // Kinds are tool kinds by name.
@@ -80,7 +89,7 @@ func Builtin() Kinds {
 	k := Kinds{
 		websearch.Kind:  {Config: websearch.ToolKind(), Build: buildWebSearch, Needs: webSearchNeeds},
 		webfetch.Kind:   {Config: webfetch.ToolKind(), Build: buildWebFetch},
-		bird.Kind:       {Config: bird.ToolKind(), Build: buildBird},
+		bird.Kind:       {Config: bird.ToolKind(), Build: buildBird, Programs: birdPrograms},
 		position.Kind:   {Config: position.ToolKind(), Build: buildPosition, Needs: positionNeeds},
 		indicators.Kind: {Config: indicators.ToolKind(), Build: buildIndicators},
 
@@ -158,6 +167,11 @@ func buildBird(_ *config.Config, t *config.Tool, _ Deps) (tool.Spec, tool.Handle
 		return tool.Spec{}, nil, err
 	}
 	return bird.New(t, s)
+}
+
+func birdPrograms(_ *config.Config, t *config.Tool) []Program {
+	s, _ := settingsOf[*bird.Settings](t)
+	return []Program{{Name: bird.Program(s), Install: bird.Install}}
 }
 
 func buildPosition(_ *config.Config, t *config.Tool, d Deps) (tool.Spec, tool.Handler, error) {
@@ -418,6 +432,22 @@ func Needs(cfg *config.Config, kinds Kinds, name string) []string {
 		if m != nil && m.Prefix != "" && strings.HasPrefix(name, m.Prefix) && m.BearerEnv != "" {
 			return []string{m.BearerEnv}
 		}
+	}
+	return nil
+}
+
+// Programs returns the programs a declared tool runs (the bird CLI), for
+// the hints of init: what must be on PATH before an agent may use it.
+func Programs(cfg *config.Config, kinds Kinds, name string) []Program {
+	t := cfg.Tools[name]
+	if t == nil {
+		return nil
+	}
+	if kinds == nil {
+		kinds = Builtin()
+	}
+	if k, ok := kinds[t.Kind]; ok && k.Programs != nil {
+		return k.Programs(cfg, t)
 	}
 	return nil
 }

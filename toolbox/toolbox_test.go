@@ -12,6 +12,7 @@ import (
 	"github.com/agentrunner/agentrunner/config"
 	"github.com/agentrunner/agentrunner/examples/crypton"
 	"github.com/agentrunner/agentrunner/tool"
+	"github.com/agentrunner/agentrunner/tool/bird"
 	"github.com/agentrunner/agentrunner/tool/indicators"
 	"github.com/google/go-cmp/cmp"
 )
@@ -38,6 +39,31 @@ func TestInUseCountsOnlyAgentsThatCallTools(t *testing.T) {
 	want := []string{"bird", "current_position", "memory_append", "memory_search", "technical_indicators", "web_fetch", "web_search"}
 	if diff := cmp.Diff(want, InUse(example(t, "openai"))); diff != "" {
 		t.Errorf("openai agents (-want +got):\n%s", diff)
+	}
+}
+
+// TestProgramsOfTools: a tool that runs a program names it, as its
+// settings give it; the others name none.
+func TestProgramsOfTools(t *testing.T) {
+	cfg := example(t, "openai")
+	custom := *cfg.Tools["bird"]
+	custom.Name = "bird_custom"
+	custom.Settings = &bird.Settings{Binary: "/opt/bird/bin/bird"}
+	cfg.Tools["bird_custom"] = &custom
+	install := "npm install -g @steipete/bird@0.8.0"
+	cases := []struct {
+		tool string
+		want []Program
+	}{
+		{"bird", []Program{{Name: "bird", Install: install}}},
+		{"bird_custom", []Program{{Name: "/opt/bird/bin/bird", Install: install}}},
+		{"web_search", nil},
+		{"no_such_tool", nil},
+	}
+	for _, tc := range cases {
+		if diff := cmp.Diff(tc.want, Programs(cfg, nil, tc.tool)); diff != "" {
+			t.Errorf("Programs(%s) (-want +got):\n%s", tc.tool, diff)
+		}
 	}
 }
 

@@ -37,7 +37,9 @@ every agent's provider: mock (offline, the default), openai, anthropic, or proce
 Claude Code CLI, with the runner's tools over MCP). --parallel writes the loop with Research
 and Analyze on parallel branches after Plan, joined by Synthesize; the analysis then reads
 the last cycle's research (see docs/pipelines.md). The workspace is ready to run once the
-provider's key is set.`,
+provider's key is set: init names every variable and program the written configuration
+needs (the providers' keys, the tools' keys and programs), and how to run the mock
+Execution Service for an offline cycle (agentrunner execsvc mock).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch example {
@@ -99,10 +101,7 @@ provider's key is set.`,
 			}
 			out := cmd.OutOrStdout()
 			listWritten(out, args[0], written, fmt.Sprintf("agents on the %s provider%s", provider, shape))
-			keyHint(out, provider)
-			if provider == "process" {
-				fmt.Fprintln(out, "the agents run the claude CLI, which must be on PATH and logged in; it gets only the variables providers.claude-code.env passes")
-			}
+			printNeeds(out, args[0])
 			fmt.Fprintf(out, "next: cd %s && agentrunner validate && agentrunner run --once\n", args[0])
 			return nil
 		},
@@ -122,6 +121,7 @@ func initReview(cmd *cobra.Command, dir string, force bool) error {
 	}
 	out := cmd.OutOrStdout()
 	listWritten(out, dir, written, "a review loop whose agents are the scripts in agents/")
+	printNeeds(out, dir)
 	fmt.Fprintf(out, "next: cd %s && agentrunner serve, then in another terminal:\n", dir)
 	fmt.Fprintln(out, "  agentrunner start review --input topic=\"durable agents\"; agentrunner gates; agentrunner approve RUN decide -m \"ship it\"")
 	return nil
@@ -135,6 +135,7 @@ func initReviewLoop(cmd *cobra.Command, dir string, force bool) error {
 	}
 	out := cmd.OutOrStdout()
 	listWritten(out, dir, written, "spec 3's review and verify loops with capsule checkpoints; the agents are the scripts in agents/")
+	printNeeds(out, dir)
 	fmt.Fprintf(out, "next: cd %s && agentrunner validate && agentrunner run --once --input request=\"…\"\n", dir)
 	fmt.Fprintln(out, "  then: agentrunner capsule list --workspace review-loop (add [stubborn] or [broken] to the request to see a cap and its gate)")
 	return nil
@@ -156,7 +157,7 @@ func initSignalFlow(cmd *cobra.Command, dir string, force bool, kind string) err
 		who = "model agents on the " + kind + " provider, with the prompts in agent_prompts/"
 	}
 	listWritten(out, dir, written, "spec 2's signal-routed flow; the agents are "+who)
-	keyHint(out, kind)
+	printNeeds(out, dir)
 	fmt.Fprintf(out, "next: cd %s && agentrunner validate && agentrunner run --once --input goal=\"…\"\n", dir)
 	return nil
 }
@@ -174,8 +175,7 @@ func initResearchLead(cmd *cobra.Command, dir string, force bool, kind string) e
 	}
 	out := cmd.OutOrStdout()
 	listWritten(out, dir, written, "spec 4's lead agent and its sub-agents, model agents on the "+kind+" provider")
-	keyHint(out, kind)
-	fmt.Fprintln(out, "the researchers' web_search needs BRAVE_API_KEY")
+	printNeeds(out, dir)
 	fmt.Fprintf(out, "next: cd %s && agentrunner validate && agentrunner run --once --pipeline research --input query=\"…\"\n", dir)
 	fmt.Fprintln(out, "  then: agentrunner run-status RUN (its sub-agents) and agentrunner todos RUN --history (its plan)")
 	return nil
@@ -207,15 +207,5 @@ func listWritten(out io.Writer, dir string, written []string, what string) {
 	fmt.Fprintf(out, "wrote %d files into %s (%s):\n", len(written), dir, what)
 	for _, f := range written {
 		fmt.Fprintf(out, "  %s\n", f)
-	}
-}
-
-// keyHint names the key a model provider needs before the first run.
-func keyHint(out io.Writer, provider string) {
-	switch provider {
-	case "openai":
-		fmt.Fprintln(out, "set OPENAI_API_KEY (and OPENAI_BASE_URL for an OpenAI-compatible server) before running")
-	case "anthropic":
-		fmt.Fprintln(out, "set ANTHROPIC_API_KEY before running")
 	}
 }

@@ -22,12 +22,7 @@ func initDevPipeline(cmd *cobra.Command, dir string, force bool, kind string) er
 	}
 	out := cmd.OutOrStdout()
 	listWritten(out, dir, written, "spec 5's agent pipeline: backlog items refined and split into tasks, each task planned and implemented in its own git worktree")
-	switch kind {
-	case "openai", "anthropic":
-		keyHint(out, kind)
-	case "claude-code":
-		fmt.Fprintln(out, "the agents run the claude CLI, which must be on PATH and logged in; it gets only the variables providers.claude-code.env passes")
-	}
+	printNeeds(out, dir)
 	fmt.Fprintf(out, "next: cd %s && agentrunner validate && agentrunner serve, then in another terminal:\n", dir)
 	fmt.Fprintln(out, "  agentrunner backlog add --title \"…\" --description \"…\" --repo PATH   (a git repository)")
 	fmt.Fprintln(out, "  agentrunner backlog list; agentrunner tasks list; agentrunner gates; agentrunner answer RUN STEP -m \"…\"")

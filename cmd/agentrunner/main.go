@@ -117,6 +117,7 @@ agents and records every state change durably, so a crash resumes where it stopp
 		newAgentsCommand(),
 		newSecretsCommand(),
 		newVersionCommand(),
+		newExecsvcCommand(),
 	)
 	root.AddCommand(remoteCommands()...)
 	root.AddCommand(runCommands()...)

@@ -64,9 +64,9 @@ func usedProviders(cfg *config.Config) []string {
 }
 
 // providerKeys reads the API keys of the model providers agents use. A
-// provider with its own base URL (a local OpenAI-compatible server) may
-// have none; otherwise a missing key is a problem naming the variable
-// (FR-139).
+// provider with its own base URL (a local OpenAI-compatible server), from
+// its base_url or from OPENAI_BASE_URL / ANTHROPIC_BASE_URL, may have none;
+// otherwise a missing key is a problem naming the variable (FR-139).
 func providerKeys(cfg *config.Config, lookupEnv func(string) (string, bool)) (map[string]string, config.Problems) {
 	keys := map[string]string{}
 	var problems config.Problems
@@ -76,7 +76,7 @@ func providerKeys(cfg *config.Config, lookupEnv func(string) (string, bool)) (ma
 			continue
 		}
 		key, _ := lookupEnv(p.APIKeyEnv)
-		if key == "" && p.BaseURL == "" {
+		if key == "" && baseURL(p, lookupEnv) == "" {
 			problems = append(problems, problem(cfg, "providers."+name+".api_key_env",
 				fmt.Errorf("%s: the %s provider needs its API key", missing(lookupEnv, p.APIKeyEnv), p.Kind)))
 			continue
@@ -84,6 +84,21 @@ func providerKeys(cfg *config.Config, lookupEnv func(string) (string, bool)) (ma
 		keys[name] = key
 	}
 	return keys, problems
+}
+
+// baseURL is the base URL a model provider's client will use, other than
+// the vendor's: its base_url, else the variable its client reads (the
+// clients read it themselves; this only tells whether one is set).
+func baseURL(p *config.Provider, lookupEnv func(string) (string, bool)) string {
+	if p.BaseURL != "" {
+		return p.BaseURL
+	}
+	env := openai.BaseURLEnv
+	if p.Kind == config.ProviderAnthropic {
+		env = anthropic.BaseURLEnv
+	}
+	v, _ := lookupEnv(env)
+	return v
 }
 
 // tellTurns makes the model runtimes tell onEvent each attempt's usage

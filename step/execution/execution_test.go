@@ -167,6 +167,43 @@ func TestRunHandsOverOnceAndFollows(t *testing.T) {
 	}
 }
 
+// TestRunPollsAtOnce: the first status poll follows the hand-off at once,
+// without a poll interval's wait; later polls back off from the interval.
+func TestRunPollsAtOnce(t *testing.T) {
+	cases := []struct {
+		name                     string
+		executingAfter, complete int
+		waits                    []time.Duration
+	}{
+		{"completed at the first poll", 0, 0, nil},
+		{"completed at the third poll", 1, 2, []time.Duration{30 * time.Second, time.Minute}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, execsvc.MockOptions{ExecutingAfter: tc.executingAfter, CompletedAfter: tc.complete})
+			res, err := e.kind(t).Run(context.Background(), e.attempt())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff([]string{EventExecutionStatus + " completed"}, statuses(res)); diff != "" {
+				t.Errorf("result events (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.waits, e.clock.Waits()); diff != "" {
+				t.Errorf("waits (-want +got):\n%s", diff)
+			}
+			var gets []time.Time
+			for _, r := range e.es.Requests() {
+				if r.Method == "GET" {
+					gets = append(gets, r.Time)
+				}
+			}
+			if len(gets) == 0 || !gets[0].Equal(t0) {
+				t.Errorf("polls at %v, want the first at the hand-off's time %s", gets, t0)
+			}
+		})
+	}
+}
+
 // TestRunTakesTheCallback: a status callback about the strategy is
 // consumed and ends the wait without a poll; one about another strategy
 // is left for whoever follows that one.

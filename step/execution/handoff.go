@@ -100,25 +100,27 @@ func (k *Kind) refused(err error, until time.Time) error {
 // deadline passes, recording each change of status as an event: by the
 // Execution Service's callbacks as soon as they arrive, and by polling with
 // backoff. Transient polling errors are logged and polling goes on.
+//
+// The first look is at once, not after a poll interval: a service that
+// finishes quickly (or the mock) ends the step without a wait, and a
+// resumed attempt learns at once what happened while the runner was down.
 func (k *Kind) follow(ctx context.Context, run *agentrunner.Run, step *config.Step, r *execsvc.Receipt, deadline time.Time) (execsvc.Status, string) {
 	status, detail := r.Status, r.Error
 	interval := k.cfg.ExecutionService.PollInterval.D()
-	for !status.Terminal() {
+	for first := true; !status.Terminal(); first = false {
 		now := k.clock.Now()
 		if !now.Before(deadline) {
 			return status, fmt.Sprintf("timed out after %s while %s", k.cfg.StepTimeout(step), status)
 		}
-		if k.sleep(ctx, min(interval, deadline.Sub(now))) != nil {
+		if !first && k.sleep(ctx, min(interval, deadline.Sub(now))) != nil {
 			return status, ""
 		}
-		got, source, err := k.callbackStatus(ctx, r.StrategyID)
-		if err == nil && got == nil {
+		got, source, err := k.look(ctx, r.StrategyID)
+		if source == "poll" && !first {
 			interval = min(interval*2, 10*k.cfg.ExecutionService.PollInterval.D())
-			if k.opts.Busy != nil {
-				k.opts.Busy(k.cfg.ExecutionService.RequestTimeout.D())
-			}
-			source = "poll"
-			got, err = k.opts.Service.Status(ctx, r.StrategyID)
+		}
+		if err != nil && ctx.Err() != nil {
+			return status, ""
 		}
 		if err != nil {
 			k.log.Warn("following the strategy", "cycle_id", run.ID, "strategy_id", r.StrategyID, "error", err)
@@ -132,6 +134,20 @@ func (k *Kind) follow(ctx context.Context, run *agentrunner.Run, step *config.St
 		}
 	}
 	return status, detail
+}
+
+// look returns the strategy's newest status from the callbacks that
+// arrived, or else from a poll, with its source.
+func (k *Kind) look(ctx context.Context, strategyID string) (*execsvc.Receipt, string, error) {
+	got, source, err := k.callbackStatus(ctx, strategyID)
+	if err != nil || got != nil {
+		return got, source, err
+	}
+	if k.opts.Busy != nil {
+		k.opts.Busy(k.cfg.ExecutionService.RequestTimeout.D())
+	}
+	got, err = k.opts.Service.Status(ctx, strategyID)
+	return got, "poll", err
 }
 
 // recordStatus commits an event for a status on the way.

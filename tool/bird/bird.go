@@ -117,6 +117,10 @@ func Check(cfg *Settings) error {
 	return nil
 }
 
+// Program is the program the tool runs: the configured binary, else
+// DefaultBinary. cfg may be nil.
+func Program(cfg *Settings) string { return binary(cfg) }
+
 func binary(cfg *Settings) string {
 	if cfg != nil && cfg.Binary != "" {
 		return cfg.Binary
