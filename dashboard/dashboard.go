@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/capsule"
 	"github.com/agentrunner/agentrunner/config"
 	arhttp "github.com/agentrunner/agentrunner/http"
 )
@@ -80,6 +81,8 @@ type Dashboard struct {
 	sessions *sessions
 	pages    map[string]*template.Template
 	mux      *http.ServeMux
+	// capsules reads the capsules through the service the API uses.
+	capsules *capsule.Service
 }
 
 // New returns a dashboard with every page parsed and every route set.
@@ -99,7 +102,8 @@ func New(opts Options) (*Dashboard, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Dashboard{opts: opts, store: opts.Store, clock: opts.Clock, log: opts.Logger, sessions: ss, pages: pages, mux: http.NewServeMux()}
+	d := &Dashboard{opts: opts, store: opts.Store, clock: opts.Clock, log: opts.Logger, sessions: ss, pages: pages, mux: http.NewServeMux(),
+		capsules: newCapsules(opts.Store, opts.Clock)}
 	d.routes()
 	return d, nil
 }
@@ -133,16 +137,18 @@ func (d *Dashboard) routes() {
 		"GET /runs/{run}":                  d.handleRun,
 		"GET /runs/{run}/artifacts/{name}": d.handleArtifact,
 		"GET /runs/{run}/steps/{step}/attempts/{n}": d.handleAttempt,
-		"GET /gates":     d.handleGates,
-		"GET /errors":    d.handleErrors,
-		"GET /audit":     d.handleAudit,
-		"GET /tools":     d.handleTools,
-		"GET /mailboxes": d.handleMailboxes,
-		"GET /memory":    d.handleMemory,
-		"GET /charts":    d.handleCharts,
-		"GET /confirm":   d.handleConfirm,
-		"POST /act":      d.handleAct,
-		"GET /live":      d.handleLive,
+		"GET /gates":         d.handleGates,
+		"GET /errors":        d.handleErrors,
+		"GET /audit":         d.handleAudit,
+		"GET /tools":         d.handleTools,
+		"GET /mailboxes":     d.handleMailboxes,
+		"GET /memory":        d.handleMemory,
+		"GET /capsules":      d.handleCapsules,
+		"GET /capsules/{id}": d.handleCapsule,
+		"GET /charts":        d.handleCharts,
+		"GET /confirm":       d.handleConfirm,
+		"POST /act":          d.handleAct,
+		"GET /live":          d.handleLive,
 	}
 	for pattern, h := range pages {
 		d.mux.Handle(pattern, d.withSession(h))
