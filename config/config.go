@@ -133,6 +133,23 @@ type Provider struct {
 	RequestTimeout Duration `yaml:"request_timeout"`
 	// Model is the model of agents on this provider that name none.
 	Model string `yaml:"model"`
+	// Prices are what the provider charges, so that the dashboard can show
+	// what a run cost next to its tokens; nil: tokens only.
+	Prices *Prices `yaml:"prices"`
+}
+
+// Prices are a provider's prices in US dollars per million tokens. The
+// runner spends nothing by them: they only turn the tokens it counts into
+// money an operator can compare.
+type Prices struct {
+	// InputPerMTok prices the input (prompt) tokens not served from the
+	// provider's prompt cache.
+	InputPerMTok  float64 `yaml:"input_per_mtok"`
+	OutputPerMTok float64 `yaml:"output_per_mtok"`
+	// CachedInputPerMTok prices the input tokens served from the prompt
+	// cache; nil: InputPerMTok, since a provider that reports no cache
+	// discount charges them in full.
+	CachedInputPerMTok *float64 `yaml:"cached_input_per_mtok"`
 }
 
 // Env is what a child process the runner starts (a process agent, an MCP

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"maps"
+	"math"
 	"net"
 	"net/url"
 	"path/filepath"
@@ -137,6 +138,23 @@ func (v *validator) provider(name string, p *Provider) {
 		v.add(key+".env", "only process providers start a process that takes an environment")
 	}
 	v.env(key+".env", p.Env)
+	v.prices(key+".prices", p.Prices)
+}
+
+// prices checks that each price given is a number of dollars, not
+// negative, NaN or infinite (which the environment can spell).
+func (v *validator) prices(key string, p *Prices) {
+	if p == nil {
+		return
+	}
+	for _, price := range []struct {
+		key string
+		v   *float64
+	}{{"input_per_mtok", &p.InputPerMTok}, {"output_per_mtok", &p.OutputPerMTok}, {"cached_input_per_mtok", p.CachedInputPerMTok}} {
+		if price.v != nil && !(*price.v >= 0 && !math.IsInf(*price.v, 1)) {
+			v.add(key+"."+price.key, "must be a number of US dollars per million tokens, 0 or more, got %v", *price.v)
+		}
+	}
 }
 
 // empty reports whether e gives nothing.

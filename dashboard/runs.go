@@ -122,6 +122,8 @@ type stepTotal struct {
 	OutputTokens int
 	CachedTokens int
 	ToolCalls    int
+	// Cost is what the attempts cost at their providers' prices.
+	Cost spent
 }
 
 // handleRun shows one run: its graph, timeline, step runs with their
@@ -168,7 +170,7 @@ func (d *Dashboard) runPage(ctx context.Context, run *agentrunner.Run) (*runView
 	if err != nil {
 		return nil, fmtErr("read the attempts", err)
 	}
-	v.StepRuns, v.Steps, v.Total = stepRunRows(srs, atts, now)
+	v.StepRuns, v.Steps, v.Total = stepRunRows(srs, atts, now, pricesFor(d.config(), v.Pipeline))
 	states := map[string]stepState{}
 	var rows []timelineRow
 	for _, sr := range v.StepRuns {
@@ -210,9 +212,10 @@ func (d *Dashboard) runPage(ctx context.Context, run *agentrunner.Run) (*runView
 }
 
 // stepRunRows joins the attempts to their step runs, and sums them by
-// step. A cycle from before step runs were recorded has attempts only:
-// each of its steps is shown as one step run made of its attempts.
-func stepRunRows(srs []*agentrunner.StepRun, atts []*agentrunner.Attempt, now time.Time) ([]stepRunRow, []stepTotal, stepTotal) {
+// step, with their cost at price's prices. A cycle from before step runs
+// were recorded has attempts only: each of its steps is shown as one step
+// run made of its attempts.
+func stepRunRows(srs []*agentrunner.StepRun, atts []*agentrunner.Attempt, now time.Time, price priceFunc) ([]stepRunRow, []stepTotal, stepTotal) {
 	byKey := map[string][]*agentrunner.Attempt{}
 	for _, a := range atts {
 		byKey[agentrunner.StepRunKey(a.Step, max(a.Visit, 1))] = append(byKey[agentrunner.StepRunKey(a.Step, max(a.Visit, 1))], a)
@@ -237,8 +240,9 @@ func stepRunRows(srs []*agentrunner.StepRun, atts []*agentrunner.Attempt, now ti
 		}
 		t.Visits++
 		for _, a := range row.Attempts {
-			t.add(a, now)
-			all.add(a, now)
+			p := price(a)
+			t.add(a, p, now)
+			all.add(a, p, now)
 		}
 	}
 	out := make([]stepTotal, 0, len(order))
@@ -249,8 +253,9 @@ func stepRunRows(srs []*agentrunner.StepRun, atts []*agentrunner.Attempt, now ti
 	return rows, out, all
 }
 
-// add counts one attempt into the total.
-func (t *stepTotal) add(a *agentrunner.Attempt, now time.Time) {
+// add counts one attempt into the total, its cost at prices p (nil: the
+// cost is unknown).
+func (t *stepTotal) add(a *agentrunner.Attempt, p *config.Prices, now time.Time) {
 	t.Attempts++
 	t.Agent = cmp.Or(t.Agent, a.Agent)
 	if a.Status == agentrunner.AttemptFailed {
@@ -263,6 +268,7 @@ func (t *stepTotal) add(a *agentrunner.Attempt, now time.Time) {
 	t.OutputTokens += a.Usage.OutputTokens
 	t.CachedTokens += a.Usage.CachedTokens
 	t.ToolCalls += a.Usage.ToolCalls
+	t.Cost.add(a, p)
 }
 
 // stepRunsOf makes the step runs of a run that has attempts only.

@@ -48,6 +48,13 @@ type world struct {
 // admin.
 func newWorld(t testing.TB, auth bool) *world {
 	t.Helper()
+	return newWorldWith(t, auth, nil)
+}
+
+// newWorldWith serves a world whose configuration configure changes
+// first (nil: none), before any server reads it.
+func newWorldWith(t testing.TB, auth bool, configure func(*config.Config)) *world {
+	t.Helper()
 	dir := t.TempDir()
 	store, err := sqlite.Open(t.Context(), filepath.Join(dir, "state.db"))
 	if err != nil {
@@ -61,6 +68,9 @@ func newWorld(t testing.TB, auth bool) *world {
 	cfg := &config.Config{Name: "crypton", Dir: dir, ArtifactsDir: filepath.Join(dir, "artifacts"),
 		Agents: map[string]*config.Agent{"writer": {}, "reviewer": {}}}
 	cfg.Server.MaxBodyBytes = 1 << 20
+	if configure != nil {
+		configure(cfg)
+	}
 	if err := os.MkdirAll(cfg.ArtifactsDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
