@@ -50,6 +50,9 @@ type artifactView struct {
 	// Validation is the report of the version's attempt, if its output
 	// was refused before (a retry's predecessor) or warned about.
 	Validation string
+	// Schema is the check of a JSON artifact against its agent's output
+	// schema; nil when there is none.
+	Schema *schemaView
 }
 
 // diffView is a comparison of two versions.
@@ -98,6 +101,9 @@ func (d *Dashboard) artifactPage(ctx context.Context, s *session, run *agentrunn
 		return nil, err
 	}
 	d.present(v, data)
+	if v.Schema, err = d.checkSchema(ctx, run, v); err != nil {
+		return nil, err
+	}
 	if v.Earlier, err = d.earlierWith(ctx, run, name); err != nil {
 		return nil, err
 	}

@@ -114,7 +114,7 @@ func TestRunCost(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			w := newWorldWith(t, true, tc.configure)
+			w := newWorldWith(t, true, worldSetup{config: tc.configure})
 			run := w.startRun(false)
 			w.waitFor("the gate", func() bool { return w.gateWaits(run) })
 			spend(t, w, run, "draft", 2, "writer", agentrunner.Usage{InputTokens: 1_000_000, CachedTokens: 200_000, OutputTokens: 100_000})

@@ -32,6 +32,7 @@ import (
 	"github.com/agentrunner/agentrunner/capsule"
 	"github.com/agentrunner/agentrunner/config"
 	arhttp "github.com/agentrunner/agentrunner/http"
+	"github.com/agentrunner/agentrunner/workspace"
 )
 
 //go:embed templates static
@@ -53,6 +54,10 @@ type Options struct {
 	// set, returns the one the engine runs with now (a reload replaces it).
 	Config  *config.Config
 	Current func() *config.Config
+	// Workspace, if set, returns the workspace the engine runs with now:
+	// a JSON artifact is checked against its agent's output schema. nil:
+	// artifacts are shown unchecked.
+	Workspace func() *workspace.Workspace
 	// Pipelines are the pipelines the server runs, by name, for their
 	// graphs and schedules.
 	Pipelines map[string]*agentrunner.Pipeline

@@ -18,15 +18,16 @@ import (
 // and navigation, a label for every form field, and actions that are
 // links or buttons (reachable with Tab, taken with Enter).
 func TestPagesAreAccessible(t *testing.T) {
-	w := newWorld(t, true)
+	w := newWorldWith(t, true, worldSetup{workspace: planWorkspace(t)})
 	run := w.startRun(false)
 	w.waitFor("the gate", func() bool { return w.gateWaits(run) })
 	storeArtifact(t, w, run, "draft", 1, "draft.md", "# Draft\n\nHello.\n")
+	storeArtifact(t, w, run, "draft", 1, "plan.json", `{"goal": ""}`)
 	seedCapsules(t, w)
 	b := w.browser()
 	b.login(adminKey)
 	paths := []string{"/capsules", "/capsules?q=kubernetes", "/capsules?workspace=shop&tag=api", "/capsules/1", "/capsules/1?raw=1",
-		"/", "/runs", "/runs?status=running", "/runs/" + run, "/runs/" + run + "/artifacts/draft.md",
+		"/", "/runs", "/runs?status=running", "/runs/" + run, "/runs/" + run + "/artifacts/draft.md", "/runs/" + run + "/artifacts/plan.json",
 		"/runs/" + run + "/steps/draft/attempts/1", "/gates", "/errors", "/errors?type=escalation", "/audit", "/tools",
 		"/mailboxes", "/memory", "/charts", "/confirm?action=pause", "/confirm?action=inject", "/confirm?action=reload",
 		"/confirm?action=route&run=" + run + "&step=signoff", "/confirm?action=answer&run=" + run + "&step=signoff"}

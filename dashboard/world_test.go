@@ -22,6 +22,7 @@ import (
 	"github.com/agentrunner/agentrunner/internal/clocktest"
 	"github.com/agentrunner/agentrunner/internal/runtest"
 	"github.com/agentrunner/agentrunner/sqlite"
+	"github.com/agentrunner/agentrunner/workspace"
 )
 
 // The test's API keys, one per role.
@@ -48,12 +49,19 @@ type world struct {
 // admin.
 func newWorld(t testing.TB, auth bool) *world {
 	t.Helper()
-	return newWorldWith(t, auth, nil)
+	return newWorldWith(t, auth, worldSetup{})
 }
 
-// newWorldWith serves a world whose configuration configure changes
-// first (nil: none), before any server reads it.
-func newWorldWith(t testing.TB, auth bool, configure func(*config.Config)) *world {
+// worldSetup changes a world before it is served.
+type worldSetup struct {
+	// config changes the configuration before any server reads it.
+	config func(*config.Config)
+	// workspace is the dashboard's workspace.
+	workspace *workspace.Workspace
+}
+
+// newWorldWith serves a world set up as setup says.
+func newWorldWith(t testing.TB, auth bool, setup worldSetup) *world {
 	t.Helper()
 	dir := t.TempDir()
 	store, err := sqlite.Open(t.Context(), filepath.Join(dir, "state.db"))
@@ -68,8 +76,8 @@ func newWorldWith(t testing.TB, auth bool, configure func(*config.Config)) *worl
 	cfg := &config.Config{Name: "crypton", Dir: dir, ArtifactsDir: filepath.Join(dir, "artifacts"),
 		Agents: map[string]*config.Agent{"writer": {}, "reviewer": {}}}
 	cfg.Server.MaxBodyBytes = 1 << 20
-	if configure != nil {
-		configure(cfg)
+	if setup.config != nil {
+		setup.config(cfg)
 	}
 	if err := os.MkdirAll(cfg.ArtifactsDir, 0o755); err != nil {
 		t.Fatal(err)
@@ -91,7 +99,11 @@ func newWorldWith(t testing.TB, auth bool, configure func(*config.Config)) *worl
 	if err != nil {
 		t.Fatal(err)
 	}
-	dash, err := New(Options{Store: store, Config: cfg, Pipelines: pipelines, API: api, Clock: w.clock, Logger: testLogger(t), OnAuthenticated: api.MarkAuthenticated})
+	var ws func() *workspace.Workspace
+	if setup.workspace != nil {
+		ws = func() *workspace.Workspace { return setup.workspace }
+	}
+	dash, err := New(Options{Store: store, Config: cfg, Workspace: ws, Pipelines: pipelines, API: api, Clock: w.clock, Logger: testLogger(t), OnAuthenticated: api.MarkAuthenticated})
 	if err != nil {
 		t.Fatal(err)
 	}

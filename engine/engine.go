@@ -277,6 +277,14 @@ func (e *Engine) Config() *config.Config {
 	return cfg
 }
 
+// Workspace returns the workspace the engine runs with now (a reload
+// replaces it), for readers in other goroutines such as the dashboard,
+// which checks artifacts against their agents' output contracts.
+func (e *Engine) Workspace() *workspace.Workspace {
+	ws, _ := e.workspace()
+	return ws
+}
+
 // Mailboxes are the agents' mailboxes as the engine keeps them now: a
 // reload that changes mailbox.max_messages replaces them, and the API
 // shows what the engine keeps, not what it kept when it started.
