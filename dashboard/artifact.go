@@ -287,6 +287,9 @@ type attemptView struct {
 	Prompt     string
 	Validation string
 	Outputs    []*agentrunner.StoredFile
+	// Cost is what the attempt's tokens cost at its provider's prices;
+	// "" without prices.
+	Cost string
 }
 
 // handleAttempt shows one attempt: its outcome and usage, the prompt its
@@ -330,6 +333,9 @@ func (d *Dashboard) attemptPage(ctx context.Context, run *agentrunner.Run, step 
 	}
 	if v.Attempt == nil {
 		return nil, errorf(agentrunner.ENOTFOUND, "run %s has no attempt %d of step %s", run.ID, n, step)
+	}
+	if p := pricesFor(d.config(), d.pipeline(run.Pipeline))(v.Attempt); p != nil {
+		v.Cost = fmtDollars(costOf(v.Attempt.Usage, p))
 	}
 	if v.Prompt, err = d.attemptText(ctx, run.ID, step, n, agentrunner.FilePrompt); err != nil {
 		return nil, err

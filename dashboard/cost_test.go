@@ -137,6 +137,10 @@ func TestRunCost(t *testing.T) {
 					t.Errorf("the run page has %q", not)
 				}
 			}
+			attempt := b.get("/runs/" + run + "/steps/draft/attempts/2")
+			if got, want := strings.Contains(attempt.body, `<dd id="attempt-cost">$2.50</dd>`), tc.configure != nil; got != want {
+				t.Errorf("the attempt page shows its cost: %v, want %v", got, want)
+			}
 		})
 	}
 }
