@@ -34,6 +34,15 @@ func TestInjectReachesARunningModelAgentAtItsNextTurn(t *testing.T) {
 		}
 		return b.openAIReply(req)
 	}
+	// The runner's address is chosen before the model server starts: its
+	// handler reads base, and a write after it started would race with it.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	base = "http://" + addr
 	var replies []fake.OpenAIReply
 	for range 12 {
 		replies = append(replies, fake.OpenAIReply{Respond: respond})
@@ -46,13 +55,6 @@ func TestInjectReachesARunningModelAgentAtItsNextTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer es.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	base = "http://" + addr
 	cmd := exec.Command(binary, "serve", "-c", cfgPath)
 	cmd.Env = append(os.Environ(), "OPENAI_API_KEY="+testKey, "AGENTRUNNER_SERVER_LISTEN="+addr,
 		"AGENTRUNNER_EXECUTION_SERVICE_URL="+esURL, "AGENTRUNNER_EXECUTION_SERVICE_POLL_INTERVAL=20ms",
