@@ -215,6 +215,11 @@ Logs are JSON lines on stderr.`,
 			ctx, cancel := context.WithCancel(cmd.Context())
 			defer cancel()
 			r.background(ctx)
+			stopping, err := r.notifySystemd(ctx, ln.Addr().String())
+			if err != nil {
+				return usageError(err)
+			}
+			defer stopping()
 			if cfg.State.Backup.Every > 0 {
 				go r.backups().Run(ctx)
 			}
