@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -143,28 +144,34 @@ func checkServiceName(name string) error {
 // userName matches a POSIX user name, or a numeric uid.
 var userName = regexp.MustCompile(`^([a-z_][a-z0-9_.-]{0,31}|[0-9]+)$`)
 
-// newUnitParams checks the install's inputs and finds the directories the
-// configuration at configPath writes. The configuration must load: a unit
-// for a broken one would restart in a loop.
-func newUnitParams(exec, configPath, usr string) (unitParams, error) {
+// newUnitParams checks the unit's inputs and finds the directories the
+// configuration cfg, loaded from configPath (absolute), writes.
+func newUnitParams(exec, configPath string, cfg *config.Config, usr string) (unitParams, error) {
 	if !userName.MatchString(usr) {
 		return unitParams{}, fmt.Errorf("--user %q: want a user name (such as %s) or a numeric uid", usr, serviceUser)
 	}
-	abs, err := filepath.Abs(configPath)
-	if err != nil {
-		return unitParams{}, fmt.Errorf("-c %s: %w", configPath, err)
-	}
-	cfg, err := config.Load(abs)
-	if err != nil {
-		return unitParams{}, err
-	}
-	p := unitParams{Exec: exec, Config: abs, Dir: cfg.Dir, User: usr, Writable: writableDirs(cfg)}
+	p := unitParams{Exec: exec, Config: configPath, Dir: cfg.Dir, User: usr, Writable: writableDirs(cfg)}
 	for _, path := range append([]string{p.Exec, p.Config}, p.Writable...) {
 		if !unitPath.MatchString(path) {
 			return unitParams{}, fmt.Errorf("%s: a systemd unit takes only absolute paths of letters, digits and / . _ + @ , : ~ -; move it or link it from such a path", path)
 		}
 	}
 	return p, nil
+}
+
+// loadServiceConfig loads the configuration a service is to serve, and
+// returns its absolute path: a service for a broken one would restart in
+// a loop, and the service manager starts it from another directory.
+func loadServiceConfig(path string) (string, *config.Config, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", nil, usageError(fmt.Errorf("-c %s: %w", path, err))
+	}
+	cfg, err := config.Load(abs)
+	if err != nil {
+		return "", nil, usageError(err)
+	}
+	return abs, cfg, nil
 }
 
 // writableDirs are the workspace and the directories outside it that the
@@ -243,31 +250,37 @@ func installService(w io.Writer, name, path, usr string, printOnly bool) error {
 	if err != nil {
 		return failureError(err)
 	}
-	if runtime.GOOS == "windows" && !printOnly {
-		return controlService(w, name, "install", windowsService(name, exec, path, usr))
-	}
-	if usr == "" {
-		usr = serviceUser
-	}
-	p, err := newUnitParams(exec, path, usr)
+	abs, cfg, err := loadServiceConfig(path)
 	if err != nil {
-		return usageError(err)
-	}
-	unit, err := renderUnit(p)
-	if err != nil {
-		return failureError(err)
-	}
-	if printOnly {
-		_, err := io.WriteString(w, unit)
 		return err
 	}
-	if err := checkSystemdInstall(runtime.GOOS, os.Geteuid(), usr, user.Lookup); err != nil {
+	if runtime.GOOS == "windows" && !printOnly {
+		return controlService(w, name, "install", windowsService(name, exec, abs, usr))
+	}
+	unit, err := systemdUnit(exec, abs, cfg, cmp.Or(usr, serviceUser))
+	if err != nil || printOnly {
+		if err == nil {
+			_, err = io.WriteString(w, unit)
+		}
+		return err
+	}
+	if err := checkSystemdInstall(runtime.GOOS, os.Geteuid(), cmp.Or(usr, serviceUser), user.Lookup); err != nil {
 		return err
 	}
 	return controlService(w, name, "install", &service.Config{
-		Name: name, Description: "agentrunner serve -c " + p.Config, Executable: exec,
-		UserName: usr, Option: service.KeyValue{"SystemdScript": unit},
+		Name: name, Description: "agentrunner serve -c " + abs, Executable: exec,
+		UserName: cmp.Or(usr, serviceUser), Option: service.KeyValue{"SystemdScript": unit},
 	})
+}
+
+// systemdUnit is the unit for serve -c configPath as usr.
+func systemdUnit(exec, configPath string, cfg *config.Config, usr string) (string, error) {
+	p, err := newUnitParams(exec, configPath, cfg, usr)
+	if err != nil {
+		return "", usageError(err)
+	}
+	unit, err := renderUnit(p)
+	return unit, failureError(err)
 }
 
 // checkSystemdInstall says what an install on this system (goos, the
@@ -293,10 +306,10 @@ func isUID(s string) bool {
 	return s != "" && strings.Trim(s, "0123456789") == ""
 }
 
-// windowsService is the Windows service for serve: the service control
-// manager talks to "service run", which runs serve until told to stop.
-func windowsService(name, exec, path, usr string) *service.Config {
-	abs, _ := filepath.Abs(path)
+// windowsService is the Windows service for serve -c abs: the service
+// control manager talks to "service run", which runs serve until told to
+// stop.
+func windowsService(name, exec, abs, usr string) *service.Config {
 	return &service.Config{
 		Name: name, DisplayName: "agentrunner (" + name + ")",
 		Description: "agentrunner serve -c " + abs, Executable: exec, UserName: usr,
