@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/kardianos/service"
@@ -206,5 +207,38 @@ func TestSystemdAcceptsTheUnit(t *testing.T) {
 func skipOnWindows(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("a systemd unit takes Unix paths")
+	}
+}
+
+// What a Windows service runs: serve, logging to the workspace, until the
+// service manager stops it; the stop waits for serve to finish.
+func TestServiceProgramRunsServeUntilStopped(t *testing.T) {
+	cliMockExec(t)
+	addr := cliFreeAddr(t)
+	t.Setenv("AGENTRUNNER_SERVER_LISTEN", addr)
+	t.Setenv("AGENTRUNNER_SCHEDULE_EVERY", "24h")
+	dir := cliExample(t)
+	p := &serviceProgram{config: cliConfigPath(dir)}
+	if err := p.Start(nil); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		code, _, errOut := cliRun(t, "healthcheck", "--url", "http://"+addr+"/health/ready")
+		if code == exitOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			p.Stop(nil)
+			t.Fatalf("serve never reported ready: %s", errOut)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := p.Stop(nil); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	log, err := os.ReadFile(filepath.Join(dir, serviceLogFile))
+	if err != nil || !strings.Contains(string(log), addr) {
+		t.Errorf("the service's log %s (%v) does not say serve listens on %s:\n%s", serviceLogFile, err, addr, log)
 	}
 }
