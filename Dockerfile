@@ -23,10 +23,14 @@ COPY go.mod go.sum ./
 RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
 # Cross-compiled on the build machine for the target platform: no emulation.
-ARG TARGETOS TARGETARCH
+# VERSION is what agentrunner version prints:
+#   docker build --build-arg VERSION=$(git describe --tags --always) .
+ARG TARGETOS
+ARG TARGETARCH
+ARG VERSION=dev
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
     CGO_ENABLED=0 GOOS=${TARGETOS} GOARCH=${TARGETARCH} \
-    go build -trimpath -ldflags="-s -w" -o /out/agentrunner ./cmd/agentrunner \
+    go build -trimpath -ldflags="-s -w -X main.version=${VERSION}" -o /out/agentrunner ./cmd/agentrunner \
  && mkdir /out/data
 
 FROM gcr.io/distroless/static-debian12:nonroot

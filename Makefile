@@ -126,4 +126,4 @@ bench-peer:
 		-langgraph $(LANGGRAPH) -steps $(PEER_STEPS) -n $(PEER_N) -warmup $(PEER_WARMUP) -step $(PEER_STEP)
 
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -o agentrunner ./cmd/agentrunner
+	CGO_ENABLED=0 $(GO) build -o agentrunner ./cmd/agentrunner

@@ -63,7 +63,8 @@ echo "image-test: building $image with $rt"
 
 user=$("$rt" image inspect -f '{{.Config.User}}' "$image")
 [ "$user" = 65532:65532 ] || fail "the image runs as '$user', want 65532:65532"
-health=$("$rt" image inspect -f '{{json .Config.Healthcheck}}' "$image")
+# Docker keeps it in .Config, Podman at the top.
+health="$("$rt" image inspect -f '{{json .Config.Healthcheck}}' "$image" 2>/dev/null || true) $("$rt" image inspect -f '{{json .HealthCheck}}' "$image" 2>/dev/null || true)"
 case $health in *healthcheck*) ;; *) fail "the image has no HEALTHCHECK running agentrunner healthcheck: $health" ;; esac
 
 # init on the volume. An exit status of 125 or more is the runtime's, not
@@ -75,9 +76,9 @@ if [ "$status" -ge 125 ]; then
 fi
 [ "$status" -eq 0 ] || fail "init /data in the container exited $status: $out"
 
-# serve with the image's command; the Execution Service is not needed to be ready.
-"$rt" run -d --name "$name" -v "$volume:/data" \
-	--health-interval 2s --health-start-period 60s "$image" >/dev/null || fail "$rt run failed"
+# serve, the image's command: ready without an Execution Service.
+out=$("$rt" run -d --name "$name" -v "$volume:/data" \
+	--health-interval 2s --health-start-period 60s "$image" 2>&1) || fail "$rt run failed: $out"
 
 i=0
 while :; do
