@@ -209,10 +209,13 @@ need root (Administrator on Windows). See the README's "Deployment".`,
 	}
 	var name string
 	cmd.PersistentFlags().StringVar(&name, "name", serviceName, "the service's name")
-
 	cmd.AddCommand(newServiceInstallCommand(&name), newServiceRunCommand(&name))
 	for _, action := range []string{"uninstall", "start", "stop", "status"} {
 		cmd.AddCommand(newServiceActionCommand(action, &name))
+	}
+	// Wrong arguments are usage errors (exit 2), as for the top commands.
+	for _, c := range cmd.Commands() {
+		c.Args = usageArgs(c.Args)
 	}
 	return cmd
 }

@@ -120,6 +120,7 @@ func TestServiceInstallRejectsBadInput(t *testing.T) {
 		{name: "no configuration", args: []string{"-c", filepath.Join(dir, "none.yaml")}, want: "none.yaml"},
 		{name: "path systemd would split", args: []string{"-c", filepath.Join(spaced, "ws", "agentrunner.yaml")}, want: "my loops"},
 		{name: "service name", args: []string{"-c", cliConfigPath(dir), "--name", "a b"}, want: `--name "a b"`},
+		{name: "an argument", args: []string{"-c", cliConfigPath(dir), "extra"}, want: `unknown command "extra"`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			code, stdout, stderr := cliRun(t, append([]string{"service", "install", "--print"}, tt.args...)...)
