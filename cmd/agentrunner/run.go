@@ -215,7 +215,7 @@ Logs are JSON lines on stderr.`,
 			ctx, cancel := context.WithCancel(cmd.Context())
 			defer cancel()
 			r.background(ctx)
-			stopping, err := r.notifySystemd(ctx, ln.Addr().String())
+			stopping, err := r.notifySystemd(ctx, ctx, ln.Addr().String())
 			if err != nil {
 				return usageError(err)
 			}

@@ -12,11 +12,13 @@ import (
 // notifySystemd tells systemd, when it runs serve as a unit of
 // Type=notify, that serve is ready (it listens on addr and the engine
 // starts), pings the unit's watchdog while the engine loop keeps its
-// deadlines, and says STOPPING=1 when ctx ends. It returns the func that
-// says STOPPING=1 when serve returns for another reason. Outside systemd
-// it does nothing. The variables are removed from the environment, so that
-// no agent the runner starts takes systemd's socket for its own.
-func (r *runner) notifySystemd(ctx context.Context, addr string) (stopping func(), err error) {
+// deadlines until live ends, and says STOPPING=1 once the context
+// shutdown ends: at the signal, while the running steps may still finish
+// (the API and the watchdog go on until live ends). It returns the
+// func that says STOPPING=1 when serve returns for another reason. Outside
+// systemd it does nothing. The variables are removed from the environment,
+// so that no agent the runner starts takes systemd's socket for its own.
+func (r *runner) notifySystemd(shutdown, live context.Context, addr string) (stopping func(), err error) {
 	n, err := sdnotify.FromEnv(os.LookupEnv, os.Getpid())
 	if err != nil || n == nil {
 		return func() {}, err
@@ -36,11 +38,11 @@ func (r *runner) notifySystemd(ctx context.Context, addr string) (stopping func(
 		})
 	}
 	healthy := func() bool { return r.engine.Stalled() == 0 }
-	go n.Watch(ctx, agentrunner.SystemClock{}, healthy, func(err error) {
+	go n.Watch(live, agentrunner.SystemClock{}, healthy, func(err error) {
 		r.log.Warn("pinging systemd's watchdog", "error", err)
 	})
 	go func() {
-		<-ctx.Done()
+		<-shutdown.Done()
 		stopping()
 	}()
 	return stopping, nil
