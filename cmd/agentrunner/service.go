@@ -40,12 +40,16 @@ type unitParams struct {
 	// artifacts, state and backup directories the configuration puts
 	// elsewhere. Everything else is read-only to it.
 	Writable []string
+	// ProtectHome hides the home directories ("yes"), or makes them
+	// read-only when the workspace is in one ("read-only"), where
+	// ReadWritePaths opens it again.
+	ProtectHome string
 }
 
 // defaultUnit is the unit of deploy/agentrunner.service.
 var defaultUnit = unitParams{
 	Exec: serviceExec, Config: serviceDir + "/" + config.FileName, Dir: serviceDir,
-	User: serviceUser, Writable: []string{serviceDir},
+	User: serviceUser, Writable: []string{serviceDir}, ProtectHome: "yes",
 }
 
 // unitTemplate is the hardened unit: Type=notify with a watchdog that
@@ -91,7 +95,7 @@ CapabilityBoundingSet=
 AmbientCapabilities=
 ProtectSystem=strict
 ReadWritePaths={{range $i, $d := .Writable}}{{if $i}} {{end}}{{$d}}{{end}}
-ProtectHome=yes
+ProtectHome={{.ProtectHome}}
 PrivateTmp=yes
 PrivateDevices=yes
 ProtectHostname=yes
@@ -150,7 +154,10 @@ func newUnitParams(exec, configPath string, cfg *config.Config, usr string) (uni
 	if !userName.MatchString(usr) {
 		return unitParams{}, fmt.Errorf("--user %q: want a user name (such as %s) or a numeric uid", usr, serviceUser)
 	}
-	p := unitParams{Exec: exec, Config: configPath, Dir: cfg.Dir, User: usr, Writable: writableDirs(cfg)}
+	p := unitParams{Exec: exec, Config: configPath, Dir: cfg.Dir, User: usr, Writable: writableDirs(cfg), ProtectHome: "yes"}
+	if slices.ContainsFunc(p.Writable, inHome) {
+		p.ProtectHome = "read-only"
+	}
 	for _, path := range append([]string{p.Exec, p.Config}, p.Writable...) {
 		if !unitPath.MatchString(path) {
 			return unitParams{}, fmt.Errorf("%s: a systemd unit takes only absolute paths of letters, digits and / . _ + @ , : ~ -; move it or link it from such a path", path)
@@ -188,6 +195,11 @@ func writableDirs(cfg *config.Config) []string {
 		}
 	}
 	return dirs
+}
+
+// inHome reports whether path is in the directories ProtectHome hides.
+func inHome(path string) bool {
+	return within(path, "/home") || within(path, "/root") || within(path, "/run/user")
 }
 
 // within reports whether path is dir or inside it.

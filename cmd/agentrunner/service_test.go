@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentrunner/agentrunner/config"
 	"github.com/google/go-cmp/cmp"
 	"github.com/kardianos/service"
 )
@@ -91,9 +92,9 @@ func TestServiceInstallPrintsTheUnitForTheConfiguration(t *testing.T) {
 				"ExecStart=" + exe + " serve -c " + cliConfigPath(dir),
 				"WorkingDirectory=" + dir, "User=" + tt.user,
 				"NoNewPrivileges=yes", "CapabilityBoundingSet=", "ProtectSystem=strict",
-				"ReadWritePaths=" + tt.writable,
+				"ReadWritePaths=" + tt.writable, "ProtectHome=yes",
 			}
-			got := unitLines(stdout, "Type", "WatchdogSec", "ExecStart", "WorkingDirectory", "User", "NoNewPrivileges", "CapabilityBoundingSet", "ProtectSystem", "ReadWritePaths")
+			got := unitLines(stdout, "Type", "WatchdogSec", "ExecStart", "WorkingDirectory", "User", "NoNewPrivileges", "CapabilityBoundingSet", "ProtectSystem", "ReadWritePaths", "ProtectHome")
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("unit (-want +got):\n%s\nunit:\n%s", diff, stdout)
 			}
@@ -241,5 +242,31 @@ func TestServiceProgramRunsServeUntilStopped(t *testing.T) {
 	log, err := os.ReadFile(filepath.Join(dir, serviceLogFile))
 	if err != nil || !strings.Contains(string(log), addr) {
 		t.Errorf("the service's log %s (%v) does not say serve listens on %s:\n%s", serviceLogFile, err, addr, log)
+	}
+}
+
+// A workspace in a home directory stays reachable: the homes are made
+// read-only rather than hidden, and ReadWritePaths opens the workspace.
+func TestUnitOfAWorkspaceInAHome(t *testing.T) {
+	for _, tt := range []struct {
+		dir, want string
+	}{
+		{dir: "/var/lib/agentrunner", want: "ProtectHome=yes"},
+		{dir: "/home/ops/loop", want: "ProtectHome=read-only"},
+		{dir: "/root/loop", want: "ProtectHome=read-only"},
+		{dir: "/homework/loop", want: "ProtectHome=yes"},
+	} {
+		cfg := &config.Config{Dir: tt.dir}
+		p, err := newUnitParams("/usr/local/bin/agentrunner", tt.dir+"/agentrunner.yaml", cfg, "ops")
+		if err != nil {
+			t.Fatal(err)
+		}
+		unit, err := renderUnit(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := unitLines(unit, "ProtectHome"); !cmp.Equal(got, []string{tt.want}) {
+			t.Errorf("workspace %s: %v, want %s", tt.dir, got, tt.want)
+		}
 	}
 }
