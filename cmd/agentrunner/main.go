@@ -122,6 +122,7 @@ agents and records every state change durably, so a crash resumes where it stopp
 	root.AddCommand(remoteCommands()...)
 	root.AddCommand(runCommands()...)
 	root.AddCommand(backlogCommands()...)
+	root.AddCommand(newHealthcheckCommand(), newServiceCommand())
 	// Cobra reports wrong arguments and unknown commands as plain errors,
 	// which would exit 1; they are usage errors like bad flags (exit 2).
 	for _, c := range root.Commands() {

@@ -249,6 +249,11 @@ Logs are JSON lines on stderr at info level (--log-format, --log-level).`,
 			}
 			defer stop()
 			r.background(live)
+			stopping, err := r.notifySystemd(ctx, live, ln.Addr().String())
+			if err != nil {
+				return usageError(err)
+			}
+			defer stopping()
 			if cfg.State.Backup.Every > 0 {
 				go r.backups().Run(live)
 			}
