@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -221,12 +220,7 @@ type crashServer struct {
 }
 
 func newCrashServer(t *testing.T, cfg string) *crashServer {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	api, err := arhttp.NewClient("http://"+addr, "", &http.Client{Timeout: 20 * time.Second})
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -36,12 +35,7 @@ func TestInjectReachesARunningModelAgentAtItsNextTurn(t *testing.T) {
 	}
 	// The runner's address is chosen before the model server starts: its
 	// handler reads base, and a write after it started would race with it.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	base = "http://" + addr
 	var replies []fake.OpenAIReply
 	for range 12 {

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -67,12 +66,7 @@ func newRestartableServe(t *testing.T) *restartableServe {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { es.Close() })
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	s := &restartableServe{dir: dir, addr: addr, log: &syncbuf.Buffer{}, env: append(os.Environ(),
 		"AGENTRUNNER_SERVER_LISTEN="+addr,
 		"AGENTRUNNER_EXECUTION_SERVICE_URL="+esURL,

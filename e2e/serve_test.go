@@ -59,12 +59,7 @@ func startServe(t *testing.T, server string, key string, wrap ...string) *served
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { es.Close() })
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	argv := append(wrap, binary, "serve", "-c", cfgPath)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(),
@@ -282,4 +277,16 @@ func TestHostilePageCannotSteerServe(t *testing.T) {
 	if bytes.Contains(box, []byte("ATTACK")) {
 		t.Errorf("a refused inject reached the mailbox:\n%s", box)
 	}
+}
+
+// freeAddr is a loopback address no one listens on, for a server the test
+// starts: the port is free when it is returned.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -76,12 +75,7 @@ type opsWorkspace struct {
 
 func newOpsWorkspace(t *testing.T, grace string, watch bool, sleep string) *opsWorkspace {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	w := &opsWorkspace{dir: t.TempDir(), addr: addr}
 	w.cfg = filepath.Join(w.dir, "agentrunner.yaml")
 	for name, body := range map[string]string{
