@@ -51,6 +51,12 @@ type Options struct {
 	Store     agentrunner.Store
 	// Runtimes runs agents, by provider name.
 	Runtimes map[string]agentrunner.Runtime
+	// BuildRuntimes, if set, builds the runtimes of a configuration read
+	// again, so that a reload may change providers, agents and defaults:
+	// attempts that start after it run on the new runtimes, while running
+	// ones keep theirs. An error refuses the reload. nil: such a reload
+	// needs a restart.
+	BuildRuntimes func(cfg *config.Config) (map[string]agentrunner.Runtime, error)
 	// Exec is the Execution Service; required when a pipeline has an
 	// execution step.
 	Exec ExecutionService
@@ -95,11 +101,12 @@ type Engine struct {
 	// views writes the views of committed artifacts and the mailbox
 	// files in the background, for every scheduler and kind of the engine.
 	views *view.Writer
-	// cfgMu guards ws, cfg and boxes, which a reload replaces.
-	cfgMu sync.RWMutex
-	ws    *workspace.Workspace
-	cfg   *config.Config
-	boxes *mailbox.Mailboxes
+	// cfgMu guards ws, cfg, boxes and runtimes, which a reload replaces.
+	cfgMu    sync.RWMutex
+	ws       *workspace.Workspace
+	cfg      *config.Config
+	boxes    *mailbox.Mailboxes
+	runtimes map[string]agentrunner.Runtime
 	// watcher watches the validity of the strategy handed over.
 	watcher *execution.Watcher
 	// callbacks wakes execution steps waiting between polls (Wake).
@@ -115,12 +122,10 @@ func New(opts Options) (*Engine, error) {
 		return nil, errors.New("engine: a workspace and a store are required")
 	}
 	cfg := opts.Workspace.Config
-	for name, a := range cfg.Agents {
-		if opts.Runtimes[a.Provider] == nil {
-			return nil, fmt.Errorf("engine: agent %q uses provider %q, which has no runtime", name, a.Provider)
-		}
+	if err := checkRuntimes(cfg, opts.Runtimes); err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
 	}
-	e := &Engine{opts: opts, store: opts.Store, clock: opts.Clock, log: opts.Logger, ws: opts.Workspace, cfg: cfg, callbacks: newBroadcast(), views: view.NewWriter()}
+	e := &Engine{opts: opts, store: opts.Store, clock: opts.Clock, log: opts.Logger, ws: opts.Workspace, cfg: cfg, runtimes: opts.Runtimes, callbacks: newBroadcast(), views: view.NewWriter()}
 	if e.clock == nil {
 		e.clock = agentrunner.SystemClock{}
 	}
@@ -142,9 +147,9 @@ func New(opts Options) (*Engine, error) {
 func (e *Engine) scheduler(pipelines map[string]*agentrunner.Pipeline) (*scheduler.Scheduler, error) {
 	ws, cfg := e.workspace()
 	e.cfgMu.RLock()
-	boxes := e.boxes
+	boxes, runtimes := e.boxes, e.runtimes
 	e.cfgMu.RUnlock()
-	kinds, err := e.kindsOn(ws, boxes, pipelines)
+	kinds, err := e.kindsOn(ws, boxes, runtimes, pipelines)
 	if err != nil {
 		return nil, err
 	}
@@ -180,11 +185,22 @@ func (e *Engine) scheduler(pipelines map[string]*agentrunner.Pipeline) (*schedul
 	return scheduler.New(opts)
 }
 
-// kinds are the step kinds of the workspace: agent, gate and capsule
+// checkRuntimes makes sure every agent's provider has a runtime.
+func checkRuntimes(cfg *config.Config, runtimes map[string]agentrunner.Runtime) error {
+	for _, name := range slices.Sorted(maps.Keys(cfg.Agents)) {
+		if a := cfg.Agents[name]; a != nil && runtimes[a.Provider] == nil {
+			return fmt.Errorf("agent %q uses provider %q, which has no runtime", name, a.Provider)
+		}
+	}
+	return nil
+}
+
+// kindsOn are the step kinds of the workspace: agent, gate and capsule
 // always, execution when a pipeline has an execution step (it needs the
-// Execution Service).
-func (e *Engine) kindsOn(ws *workspace.Workspace, boxes *mailbox.Mailboxes, pipelines map[string]*agentrunner.Pipeline) (map[string]agentrunner.StepKind, error) {
-	agents, err := e.agentKind(ws, boxes)
+// Execution Service). The agent kind runs on runtimes: an attempt keeps
+// the kind it started with, hence its runtime, across a reload.
+func (e *Engine) kindsOn(ws *workspace.Workspace, boxes *mailbox.Mailboxes, runtimes map[string]agentrunner.Runtime, pipelines map[string]*agentrunner.Pipeline) (map[string]agentrunner.StepKind, error) {
+	agents, err := e.agentKind(ws, boxes, runtimes)
 	if err != nil {
 		return nil, err
 	}
@@ -234,14 +250,14 @@ func (e *Engine) backlogKinds(ws *workspace.Workspace, agents *agent.Kind, kinds
 	return nil
 }
 
-// agentKind is the agent step kind on ws and boxes.
-func (e *Engine) agentKind(ws *workspace.Workspace, boxes *mailbox.Mailboxes) (*agent.Kind, error) {
+// agentKind is the agent step kind on ws, boxes and runtimes.
+func (e *Engine) agentKind(ws *workspace.Workspace, boxes *mailbox.Mailboxes, runtimes map[string]agentrunner.Runtime) (*agent.Kind, error) {
 	mem, err := MemoryLog(ws, e.store, e.clock)
 	if err != nil {
 		return nil, err
 	}
 	return agent.New(agent.Options{
-		Workspace: ws, Mailboxes: boxes, Runtimes: e.opts.Runtimes, Store: e.store, Clock: e.clock, Logger: e.log,
+		Workspace: ws, Mailboxes: boxes, Runtimes: runtimes, Store: e.store, Clock: e.clock, Logger: e.log,
 		OnEvent: e.opts.OnEvent, MCPCommand: e.opts.MCPCommand, Faults: e.opts.Faults, Views: e.views, Memory: mem,
 	})
 }

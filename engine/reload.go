@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/agentrunner/agentrunner"
 	"github.com/agentrunner/agentrunner/config"
 	"github.com/agentrunner/agentrunner/scheduler"
 	"go.yaml.in/yaml/v3"
@@ -26,34 +28,76 @@ const maxReloadProblems = 5
 // What can change: identity prompts, tools.md, the memory template, the
 // content of output templates and schemas (each attempt's invocation
 // carries its contract), the schedule, timeouts, retries, escalation
-// policies, the mailbox size and budgets. Anything else (providers,
-// agents' models, inputs and tools, the pipelines' graphs, tools, servers)
-// was built into the running process and needs a restart; such a reload
-// is refused with the list, and nothing changes.
+// policies, the mailbox size and budgets; and, when the engine can build
+// runtimes (Options.BuildRuntimes), providers, defaults and agents (their
+// provider, model, sampling, turns, inputs, env, and which registered
+// tools they use): new runtimes are built for them, and attempts that
+// start from here on run on them while running ones finish on the old.
+// Anything else (agents added or removed, the pipelines' graphs, the tool
+// registry of tools and mcp_servers, servers, the state) was built into
+// the running process and needs a restart; such a reload is refused with
+// the list, and nothing changes. So is one whose runtimes cannot be built
+// (a provider's key missing, a tool not registered).
 func (e *Engine) reload() (*scheduler.Reloaded, error) {
 	ws, err := e.opts.Reload()
 	if err != nil {
 		return nil, errors.New("the configuration is not valid: " + summarize(err))
 	}
 	cur := e.Config()
-	if restart := needsRestart(cur, ws.Config); len(restart) > 0 {
+	if restart := e.needsRestart(cur, ws.Config); len(restart) > 0 {
 		return nil, errors.New("these changes need a restart: " + strings.Join(restart, ", "))
 	}
-	boxes := e.boxes
+	runtimes, err := e.runtimesFor(cur, ws.Config)
+	if err != nil {
+		return nil, err
+	}
+	boxes := e.Mailboxes()
 	if ws.Config.Mailbox.MaxMessages != cur.Mailbox.MaxMessages {
 		if boxes, err = boxes.WithMax(ws.Config.Mailbox.MaxMessages); err != nil {
 			return nil, err
 		}
 	}
 	pipelines := ws.Config.Graphs()
-	kinds, err := e.kindsOn(ws, boxes, pipelines)
+	kinds, err := e.kindsOn(ws, boxes, runtimes, pipelines)
 	if err != nil {
 		return nil, err
 	}
 	e.cfgMu.Lock()
-	e.ws, e.cfg, e.boxes = ws, ws.Config, boxes
+	e.ws, e.cfg, e.boxes, e.runtimes = ws, ws.Config, boxes, runtimes
 	e.cfgMu.Unlock()
 	return &scheduler.Reloaded{Pipelines: pipelines, Kinds: kinds, Path: ws.Config.Path}, nil
+}
+
+// needsRestart lists what changed that this engine cannot take: the
+// restart-only keys always, the runtimes' keys when it cannot build
+// runtimes.
+func (e *Engine) needsRestart(old, next *config.Config) []string {
+	out := changedKeys(old, next, restartKeys)
+	if e.opts.BuildRuntimes == nil {
+		out = append(out, changedKeys(old, next, runtimeKeys)...)
+	}
+	return out
+}
+
+// runtimesFor returns the runtimes to run next's agents on: the current
+// ones when nothing they are built from changed, else new ones. Building
+// them may fail (a provider's key missing, a tool not registered): the
+// reload is then refused with the problems.
+func (e *Engine) runtimesFor(old, next *config.Config) (map[string]agentrunner.Runtime, error) {
+	e.cfgMu.RLock()
+	runtimes := e.runtimes
+	e.cfgMu.RUnlock()
+	if len(changedKeys(old, next, runtimeKeys)) == 0 {
+		return runtimes, nil
+	}
+	runtimes, err := e.opts.BuildRuntimes(next)
+	if err != nil {
+		return nil, errors.New("the agents' runtimes cannot be built: " + summarize(err))
+	}
+	if err := checkRuntimes(next, runtimes); err != nil {
+		return nil, errors.New("the agents' runtimes cannot be built: " + err.Error())
+	}
+	return runtimes, nil
 }
 
 // WatchedFiles are the files a reload reads: the configuration file and
@@ -84,12 +128,12 @@ func summarize(err error) string {
 	return strings.Join(out, "; ")
 }
 
-// needsRestart lists the top-level keys whose change a running loop
-// cannot take: everything but the reloadable settings, which are blanked
-// in shallow copies before the comparison.
-func needsRestart(old, next *config.Config) []string {
+// changedKeys lists the keys whose value changed, without the settings
+// a reload may always change, which are blanked in shallow copies before
+// the comparison.
+func changedKeys(old, next *config.Config, keys []string) []string {
 	var out []string
-	for _, key := range topLevelKeys {
+	for _, key := range keys {
 		if !sameYAML(comparable(old, key), comparable(next, key)) {
 			out = append(out, key)
 		}
@@ -97,12 +141,21 @@ func needsRestart(old, next *config.Config) []string {
 	return out
 }
 
-// topLevelKeys are compared one by one, to name what changed.
-var topLevelKeys = []string{
-	"name", "artifacts_dir", "state", "tools_file", "memory_template", "providers", "defaults", "agents",
+// restartKeys are compared one by one, to name what changed, and need a
+// restart. "agents added or removed" compares the agents' names: the
+// scheduler keeps a mailbox per agent it started with.
+var restartKeys = []string{
+	"name", "artifacts_dir", "state", "tools_file", "memory_template", agentNames,
 	"pipeline", "pipelines", "scheduler", "execution_service", "server", "tools", "mcp_servers", "escalation", "watchdog", "events", "health",
 	"secrets", // the file's place; its content is read again at every reload
 }
+
+// runtimeKeys are what the runtimes are built from: a change needs new
+// runtimes (Options.BuildRuntimes), or a restart without them.
+var runtimeKeys = []string{"providers", "defaults", "agents"}
+
+// agentNames names the set of agents among the keys.
+const agentNames = "agents added or removed"
 
 // comparable returns the value of a top-level key without the settings a
 // reload may change.
@@ -124,6 +177,8 @@ func comparable(c *config.Config, key string) any {
 		d := c.Defaults
 		d.Timeout, d.Retries = 0, config.Retries{}
 		return d
+	case agentNames:
+		return slices.Sorted(maps.Keys(c.Agents))
 	case "agents":
 		agents := map[string]config.Agent{}
 		for name, a := range c.Agents {

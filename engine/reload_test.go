@@ -1,9 +1,12 @@
 package engine
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -172,6 +175,145 @@ func TestReloadWithoutALoader(t *testing.T) {
 	f.command(nil, agentrunner.CommandReload, "root", nil)
 	f.runOnce(e)
 	if got := f.audit(); len(got) != 1 || got[0] != "reload:ignored: this runner cannot reload its configuration" {
+		t.Errorf("audit %q", got)
+	}
+}
+
+// taggedRuntime runs the fixture's mock agent and records, as each run
+// ends, the step it ran and the runtime's tag: which runtime an attempt
+// finished on.
+type taggedRuntime struct {
+	tag  string
+	rt   agentrunner.Runtime
+	runs *[]string
+	mu   *sync.Mutex
+}
+
+func (r taggedRuntime) Run(ctx context.Context, inv *agentrunner.Invocation) (*agentrunner.RunResult, error) {
+	res, err := r.rt.Run(ctx, inv)
+	r.mu.Lock()
+	*r.runs = append(*r.runs, inv.Step+":"+r.tag)
+	r.mu.Unlock()
+	return res, err
+}
+
+// ReturnsOutput keeps the mock's in-memory artifacts.
+func (r taggedRuntime) ReturnsOutput() {}
+
+// tagged wraps each runtime of a set under tag.
+func tagged(tag string, rts map[string]agentrunner.Runtime, runs *[]string, mu *sync.Mutex) map[string]agentrunner.Runtime {
+	out := map[string]agentrunner.Runtime{}
+	for name, rt := range rts {
+		out[name] = taggedRuntime{tag: tag + "-" + name, rt: rt, runs: runs, mu: mu}
+	}
+	return out
+}
+
+// reloadable engine: a fixture with a second mock provider, other, and
+// an engine that builds tagged runtimes ("old-", then "new-") for each
+// configuration, or fails with build's error.
+func reloadableEngine(t *testing.T, build func(*config.Config) error) (*fixture, *Engine, func() []string) {
+	f := newFixture(t, execsvc.MockOptions{}, nil)
+	f.edit(config.FileName, "  mock: {kind: mock}", "  mock: {kind: mock}\n  other: {kind: mock}")
+	var err error
+	if f.ws, err = f.reload(); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var runs []string
+	e := f.engineWith(func(o *Options) {
+		rt := o.Runtimes["mock"]
+		base := map[string]agentrunner.Runtime{"mock": rt, "other": rt}
+		o.Runtimes = tagged("old", base, &runs, &mu)
+		o.BuildRuntimes = func(cfg *config.Config) (map[string]agentrunner.Runtime, error) {
+			if err := build(cfg); err != nil {
+				return nil, err
+			}
+			return tagged("new", base, &runs, &mu), nil
+		}
+	})
+	return f, e, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(runs)
+	}
+}
+
+// TestReloadMovesAgentsToAnotherProvider: a reload given while plan runs
+// moves every agent (defaults.provider) from mock to other; plan finishes
+// on the runtime it started with, and the next steps run on the runtime
+// built for the new configuration.
+func TestReloadMovesAgentsToAnotherProvider(t *testing.T) {
+	var builds int
+	f, e, runs := reloadableEngine(t, func(cfg *config.Config) error {
+		builds++
+		if got := cfg.Agents["research"].Provider; got != "other" {
+			t.Errorf("runtimes built for research on %q, want other", got)
+		}
+		return nil
+	})
+	f.onRun = func(inv *agentrunner.Invocation) {
+		if inv.Step == "plan" {
+			f.edit(config.FileName, "  provider: mock ", "  provider: other ")
+			f.command(e, agentrunner.CommandReload, "root", nil)
+			waitFor(t, "the reload", func() bool { return len(f.eventsOf(EventReloaded)) == 1 })
+		}
+	}
+	c := f.runOnce(e)
+	if c.Status != agentrunner.CycleCompleted {
+		t.Fatalf("cycle %s (%s)", c.Status, c.Error)
+	}
+	got := runs()
+	if len(got) < 2 || got[0] != "plan:old-mock" || got[1] != "research:new-other" {
+		t.Errorf("runs %q, want plan on old-mock, then research on new-other", got)
+	}
+	if builds != 1 {
+		t.Errorf("runtimes built %d times, want 1", builds)
+	}
+	if got := e.Config().Agents["research"].Provider; got != "other" {
+		t.Errorf("research's provider %q after the reload, want other", got)
+	}
+}
+
+// TestReloadRefusesRuntimesThatCannotBeBuilt: when the runtimes of the
+// new configuration cannot be built (a provider's key missing), the
+// reload is refused with the problem, and the agents keep their
+// provider and runtime.
+func TestReloadRefusesRuntimesThatCannotBeBuilt(t *testing.T) {
+	f, e, runs := reloadableEngine(t, func(*config.Config) error {
+		return config.Problems{{Key: "providers.other.api_key_env", Message: "environment variable OTHER_KEY is not set"}}
+	})
+	before := e.Config()
+	f.edit(config.FileName, "  provider: mock ", "  provider: other ")
+	f.command(e, agentrunner.CommandReload, "root", nil)
+	if c := f.runOnce(e); c.Status != agentrunner.CycleCompleted {
+		t.Fatalf("cycle %s (%s)", c.Status, c.Error)
+	}
+	got := f.audit()
+	if len(got) != 1 || !strings.HasPrefix(got[0], "reload:ignored: the agents' runtimes cannot be built: ") || !strings.Contains(got[0], "OTHER_KEY") {
+		t.Errorf("audit %q, want the reload refused for OTHER_KEY", got)
+	}
+	if e.Config() != before {
+		t.Error("a refused reload replaced the configuration")
+	}
+	for _, run := range runs() {
+		if !strings.HasSuffix(run, ":old-mock") {
+			t.Errorf("run %s after a refused reload, want every step on old-mock", run)
+		}
+	}
+}
+
+// TestReloadStillRefusesAddedAgents: with runtimes that can be rebuilt,
+// an agent added still needs a restart (the scheduler keeps a mailbox per
+// agent it started with).
+func TestReloadStillRefusesAddedAgents(t *testing.T) {
+	f, e, _ := reloadableEngine(t, func(*config.Config) error { return nil })
+	f.edit(config.FileName, "agents:\n", "agents:\n  extra:\n    identity: agent_prompts/plan_agent.md\n    output: {file: extra.md, template: output_templates/plan.md}\n")
+	f.command(e, agentrunner.CommandReload, "root", nil)
+	if c := f.runOnce(e); c.Status != agentrunner.CycleCompleted {
+		t.Fatalf("cycle %s (%s)", c.Status, c.Error)
+	}
+	if got := f.audit(); len(got) != 1 || got[0] != "reload:ignored: these changes need a restart: "+agentNames {
 		t.Errorf("audit %q", got)
 	}
 }

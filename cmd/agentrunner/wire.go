@@ -377,7 +377,9 @@ func openRunner(ctx context.Context, ws *workspace.Workspace, clock agentrunner.
 	// The tools' calls are told to onEvent too, once recorded: a demo
 	// follows a lead's to-do list by them. Secrets rotated since are
 	// redacted too.
-	current := func() []string { return append(toolSecrets(cfg, lookupEnv), res.Values(providerKeyNames(cfg)...)...) }
+	current := func() []string {
+		return append(toolSecrets(cfg, lookupEnv), res.Values(providerKeyNames(r.liveConfig())...)...)
+	}
 	r.tools = tool.NewExecutor(r.box.Registry, tool.Options{Clock: clock, Secrets: known, SecretsFrom: current, Record: func(ev *agentrunner.Event) {
 		record(ev)
 		r.metrics.Observe(ev)
@@ -402,6 +404,9 @@ func openRunner(ctx context.Context, ws *workspace.Workspace, clock agentrunner.
 			}
 			return loadWorkspace(cfg.Path)
 		},
+		BuildRuntimes: func(next *config.Config) (map[string]agentrunner.Runtime, error) {
+			return r.rebuildRuntimes(next, clock, lookupEnv, onEvent)
+		},
 	}
 	if es != nil {
 		opts.Exec = es
@@ -416,6 +421,51 @@ func openRunner(ctx context.Context, ws *workspace.Workspace, clock agentrunner.
 	}
 	r.dispatcher = &engine.Dispatcher{Store: r.store, Clock: clock, Log: log, Deliver: deliver, OnEvent: observe}
 	return r, nil
+}
+
+// rebuildRuntimes builds the runtimes of a configuration read again by a
+// reload, as openRunner built the first ones: on the same tool executor,
+// conversation store and secrets, telling onEvent of each model turn.
+// The tool registry was built at the start, so an agent may only take
+// tools it holds; a missing key or an unknown tool refuses the reload.
+func (r *runner) rebuildRuntimes(cfg *config.Config, clock agentrunner.Clock, lookupEnv func(string) (string, bool), onEvent func(*agentrunner.Event)) (map[string]agentrunner.Runtime, error) {
+	problems := unregisteredTools(cfg, r.box.Registry)
+	keys, kp := providerKeys(cfg, lookupEnv)
+	runtimes, bp := buildRuntimes(cfg, r.tools, clock, keys, lookupEnv, r.store)
+	if problems = slices.Concat(problems, kp, bp); len(problems) > 0 {
+		return nil, problems
+	}
+	tellTurns(runtimes, onEvent)
+	return runtimes, nil
+}
+
+// unregisteredTools lists the tools agents that call tools (those not on
+// the mock provider, as toolbox.InUse) name but the registry does not
+// hold: the registry is built once, from the tools in use at the start.
+func unregisteredTools(cfg *config.Config, reg *tool.Registry) config.Problems {
+	var problems config.Problems
+	for _, name := range slices.Sorted(maps.Keys(cfg.Agents)) {
+		a := cfg.Agents[name]
+		if a == nil || cfg.Providers[a.Provider] == nil || cfg.Providers[a.Provider].Kind == config.ProviderMock {
+			continue
+		}
+		for i, t := range a.Tools {
+			if _, ok := reg.Spec(t); !ok {
+				problems = append(problems, problem(cfg, fmt.Sprintf("agents.%s.tools[%d]", name, i), fmt.Errorf(
+					"tool %s is not registered: the tools are built when the runner starts, from those agents use then; using it needs a restart", t)))
+			}
+		}
+	}
+	return problems
+}
+
+// liveConfig is the configuration the engine runs with now, or the one
+// the runner opened before the engine is built.
+func (r *runner) liveConfig() *config.Config {
+	if r.engine == nil {
+		return r.ws.Config
+	}
+	return r.engine.Config()
 }
 
 // refreshSecrets reads the secrets again (the secrets file, NAME_FILE
