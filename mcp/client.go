@@ -65,6 +65,10 @@ type ServerConfig struct {
 	// BearerToken, when set, is sent as "Authorization: Bearer" to URL's
 	// scheme and host only, never to a host a redirect leads to.
 	BearerToken string
+	// BearerFrom, when set, is read at each request for the token to
+	// send instead, so a token rotated and reloaded is used from the next
+	// request on; an empty answer keeps BearerToken.
+	BearerFrom func() string
 	// Prefix is put before each imported tool's name (no default here:
 	// the configuration supplies "<name>_").
 	Prefix string
@@ -151,7 +155,7 @@ func Connect(ctx context.Context, cfg ServerConfig) (*Client, error) {
 			rt = dt.Clone() // our own idle connections, closed by Close
 		}
 		if cfg.BearerToken != "" {
-			rt = &bearer{next: rt, scheme: u.Scheme, host: u.Host, token: cfg.BearerToken}
+			rt = &bearer{next: rt, scheme: u.Scheme, host: u.Host, token: cfg.BearerToken, from: cfg.BearerFrom}
 		}
 		c.http = &http.Client{Transport: rt}
 	} else {
@@ -299,6 +303,11 @@ func secrets(cfg ServerConfig) []string {
 func (c *Client) redact(s string) string {
 	for _, sec := range c.secret {
 		s = strings.ReplaceAll(s, sec, "[redacted]")
+	}
+	if c.cfg.BearerFrom != nil {
+		if t := c.cfg.BearerFrom(); t != "" {
+			s = strings.ReplaceAll(s, t, "[redacted]")
+		}
 	}
 	return s
 }
@@ -637,6 +646,17 @@ type bearer struct {
 	scheme string
 	host   string
 	token  string
+	from   func() string // the current token, when it may be rotated
+}
+
+// current is the token to send now.
+func (b *bearer) current() string {
+	if b.from != nil {
+		if t := b.from(); t != "" {
+			return t
+		}
+	}
+	return b.token
 }
 
 func (b *bearer) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -644,7 +664,7 @@ func (b *bearer) RoundTrip(req *http.Request) (*http.Response, error) {
 		return b.next.RoundTrip(req)
 	}
 	r := req.Clone(req.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
+	r.Header.Set("Authorization", "Bearer "+b.current())
 	return b.next.RoundTrip(r)
 }
 

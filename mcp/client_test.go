@@ -489,3 +489,37 @@ func TestTailKeepsTheEnd(t *testing.T) {
 		t.Errorf("copied = %q, want everything", out.String())
 	}
 }
+
+// TestARotatedBearerTokenIsSentFromTheNextRequest: with BearerFrom, the
+// token read at each request is sent, so a token rotated and reloaded
+// reaches the server without reconnecting; it is redacted like the first.
+func TestARotatedBearerTokenIsSentFromTheNextRequest(t *testing.T) {
+	var want, current atomic.Pointer[string]
+	set := func(p *atomic.Pointer[string], s string) { p.Store(&s) }
+	set(&want, "first-token-0123")
+	set(&current, "first-token-0123")
+	var bad atomic.Int64
+	var h http.Handler = mcpsdk.NewStreamableHTTPHandler(func(*http.Request) *mcpsdk.Server { return upstreamServer() }, nil)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+*want.Load() {
+			bad.Add(1)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	c := connect(t, ServerConfig{Name: "web", URL: srv.URL, BearerToken: "first-token-0123",
+		BearerFrom: func() string { return *current.Load() }, Prefix: "web_", Tools: []string{"echo"}})
+	set(&want, "second-token-4567")
+	set(&current, "second-token-4567")
+	if got, err := call(t, handlerOf(t, c, "web_echo"), `{"text":"rotated"}`); err != nil || got != "echo: rotated" {
+		t.Fatalf("echo after the rotation = %q, %v", got, err)
+	}
+	if n := bad.Load(); n != 0 {
+		t.Errorf("%d requests came with another token than the current one", n)
+	}
+	if got := c.redact("token second-token-4567"); strings.Contains(got, "second-token-4567") {
+		t.Errorf("redact = %q, shows the rotated token", got)
+	}
+}

@@ -351,6 +351,8 @@ func (b *Box) connect(ctx context.Context, m *config.MCPServer, d Deps) error {
 			return fmt.Errorf("environment variable %s is not set", m.BearerEnv)
 		}
 		sc.BearerToken = token
+		name := m.BearerEnv
+		sc.BearerFrom = func() string { v, _ := d.LookupEnv(name); return v } // a rotated token, from its next request
 	}
 	c, err := mcp.Connect(ctx, sc)
 	if err != nil {
