@@ -158,7 +158,7 @@ func buildWebFetch(_ *config.Config, t *config.Tool, d Deps) (tool.Spec, tool.Ha
 	return webfetch.New(t, s, d.LookupEnv)
 }
 
-func buildBird(_ *config.Config, t *config.Tool, _ Deps) (tool.Spec, tool.Handler, error) {
+func buildBird(_ *config.Config, t *config.Tool, d Deps) (tool.Spec, tool.Handler, error) {
 	s, err := settingsOf[*bird.Settings](t)
 	if err != nil {
 		return tool.Spec{}, nil, err
@@ -166,7 +166,7 @@ func buildBird(_ *config.Config, t *config.Tool, _ Deps) (tool.Spec, tool.Handle
 	if err := bird.Check(s); err != nil {
 		return tool.Spec{}, nil, err
 	}
-	return bird.New(t, s)
+	return bird.New(t, s, d.LookupEnv)
 }
 
 func birdPrograms(_ *config.Config, t *config.Tool) []Program {

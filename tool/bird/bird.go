@@ -129,9 +129,16 @@ func binary(cfg *Settings) string {
 }
 
 // New returns the tool's Spec and Handler. cfg and set may be nil (all
-// defaults). New does not look for the binary: Check does.
-func New(cfg *config.Tool, set *Settings) (tool.Spec, tool.Handler, error) {
-	return newTool(cfg, set, time.Now)
+// defaults); lookup reads the session cookies at each call (the runner's
+// secrets: the environment, NAME_FILE, the secrets file), so cookies
+// rotated and reloaded are used from the next call; nil: the environment.
+// New does not look for the binary: Check does.
+func New(cfg *config.Tool, set *Settings, lookup func(string) (string, bool)) (tool.Spec, tool.Handler, error) {
+	spec, h, err := newTool(cfg, set, time.Now)
+	if err == nil && lookup != nil {
+		h.(*handler).lookup = lookup
+	}
+	return spec, h, err
 }
 
 // newTool is New with the clock that turns a rate limit's reset time into
@@ -155,7 +162,7 @@ func newTool(cfg *config.Tool, set *Settings, now func() time.Time) (tool.Spec, 
 	if problems := childenv.Check(env); len(problems) > 0 {
 		return tool.Spec{}, nil, fmt.Errorf("%s: env: %s", spec.Name, strings.Join(problems, "; "))
 	}
-	return spec, &handler{name: spec.Name, binary: binary(set), env: env, now: now}, nil
+	return spec, &handler{name: spec.Name, binary: binary(set), env: env, now: now, lookup: os.LookupEnv}, nil
 }
 
 type handler struct {
@@ -165,6 +172,8 @@ type handler struct {
 	// cookies and what the tool's configuration passes and sets.
 	env childenv.Spec
 	now func() time.Time
+	// lookup reads the session cookies at each call.
+	lookup func(string) (string, bool)
 }
 
 var _ tool.Handler = (*handler)(nil)
@@ -301,7 +310,7 @@ func (h *handler) Call(ctx context.Context, args json.RawMessage) (string, error
 		return "", err
 	}
 	argv, source := req.argv(requestTimeout(ctx))
-	res, err := run(ctx, h.binary, argv, h.env)
+	res, err := run(ctx, h.binary, argv, h.callEnv())
 	if err != nil {
 		return "", h.runError(ctx, err)
 	}
@@ -376,7 +385,7 @@ func (h *handler) failure(ctx context.Context, req request, res *result) error {
 	// Classify on bird's error lines: its warnings (such as "No Twitter
 	// cookies found in Safari" before it finds them in Chrome) are noise
 	// when something else failed.
-	cause := errorLines(res.stderr.String())
+	cause := h.redact(errorLines(res.stderr.String()))
 	if cause == "" {
 		cause = text
 	}
@@ -413,7 +422,7 @@ func (h *handler) detail(res *result) string {
 	if out := strings.TrimSpace(res.stdout.String()); out != "" {
 		text += " " + out
 	}
-	text = redact(text)
+	text = h.redact(text)
 	text = prefixRE.ReplaceAllString(text, "")
 	text = strings.Map(func(r rune) rune {
 		if r == utf8.RuneError || unicode.IsControl(r) {
@@ -428,6 +437,32 @@ func (h *handler) detail(res *result) string {
 	return clip.String(text, 600)
 }
 
+// callEnv is what bird gets for one call: the tool's env, with the session
+// cookies the runner's secrets hold now set by name.
+func (h *handler) callEnv() childenv.Spec {
+	env := childenv.Spec{Pass: h.env.Pass, Set: maps.Clone(h.env.Set)}
+	for _, k := range secretEnv {
+		if v, ok := h.lookup(k); ok && v != "" {
+			if env.Set == nil {
+				env.Set = map[string]string{}
+			}
+			env.Set[k] = v
+		}
+	}
+	return env
+}
+
+// redact removes the session cookies the runner holds now, should bird
+// ever echo them.
+func (h *handler) redact(s string) string {
+	for _, k := range secretEnv {
+		if v, _ := h.lookup(k); len(v) >= 4 {
+			s = strings.ReplaceAll(s, v, "[redacted]")
+		}
+	}
+	return s
+}
+
 // errorLines returns the lines of bird's output that report an error.
 func errorLines(s string) string {
 	var errs []string
@@ -436,21 +471,11 @@ func errorLines(s string) string {
 			errs = append(errs, strings.TrimSpace(line))
 		}
 	}
-	return redact(strings.Join(errs, " "))
+	return strings.Join(errs, " ")
 }
 
 // secretEnv are the variables bird takes X session cookies from.
 var secretEnv = []string{"AUTH_TOKEN", "CT0", "TWITTER_AUTH_TOKEN", "TWITTER_CT0"}
-
-// redact removes the session cookies, should bird ever echo them.
-func redact(s string) string {
-	for _, k := range secretEnv {
-		if v := os.Getenv(k); len(v) >= 4 {
-			s = strings.ReplaceAll(s, v, "[redacted]")
-		}
-	}
-	return s
-}
 
 // Rate-limit reset hints in X's and bird's messages.
 var (

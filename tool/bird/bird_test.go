@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -430,7 +431,7 @@ JSON`
 }
 
 func TestSpec(t *testing.T) {
-	spec, _, err := New(nil, nil)
+	spec, _, err := New(nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -446,7 +447,7 @@ func TestSpec(t *testing.T) {
 		t.Errorf("Parameters is not the FR-107 schema: %v", err)
 	}
 	one := 1
-	spec, _, err = New(&config.Tool{Name: "x_feed", Timeout: config.Duration(time.Minute), Retries: &config.Retries{Max: &one}}, nil)
+	spec, _, err = New(&config.Tool{Name: "x_feed", Timeout: config.Duration(time.Minute), Retries: &config.Retries{Max: &one}}, nil, nil)
 	if err != nil || spec.Name != "x_feed" || spec.Timeout != time.Minute || spec.Retries != 1 {
 		t.Errorf("configured spec = %+v, %v", spec, err)
 	}
@@ -458,7 +459,7 @@ func TestSpec(t *testing.T) {
 		{cfg: &config.Tool{Parameters: config.JSON(`[]`)}},
 		{set: &Settings{Binary: "bird\nrm"}},
 	} {
-		if _, _, err := New(bad.cfg, bad.set); err == nil {
+		if _, _, err := New(bad.cfg, bad.set, nil); err == nil {
 			t.Errorf("New(%+v, %+v) accepted", bad.cfg, bad.set)
 		}
 	}
@@ -506,5 +507,37 @@ func TestBirdGetsOnlyItsEnvironment(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("bird's environment (-want +got):\n%s", diff)
+	}
+}
+
+// TestBirdGetsTheCookiesTheSecretsHoldNow: the cookies come from the
+// runner's secrets at each call (not only the environment), so cookies
+// rotated and reloaded reach the next call; bird's errors never show them.
+func TestBirdGetsTheCookiesTheSecretsHoldNow(t *testing.T) {
+	t.Setenv("AUTH_TOKEN", "")
+	t.Setenv("CT0", "")
+	secrets := map[string]string{"AUTH_TOKEN": "first-auth-cookie", "CT0": "first-csrf"}
+	var mu sync.Mutex
+	lookup := func(k string) (string, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		v, ok := secrets[k]
+		return v, ok
+	}
+	bin, _ := fakeBird(t, `echo "[err] Search failed: HTTP 500: $AUTH_TOKEN $CT0" >&2; exit 1`)
+	_, h, err := New(nil, &Settings{Binary: bin}, lookup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	secrets["AUTH_TOKEN"], secrets["CT0"] = "second-auth-cookie", "second-csrf"
+	mu.Unlock()
+	env := h.(*handler).callEnv()
+	if env.Set["AUTH_TOKEN"] != "second-auth-cookie" || env.Set["CT0"] != "second-csrf" {
+		t.Errorf("the call's env sets %v, want the rotated cookies", env.Set)
+	}
+	_, err = h.Call(context.Background(), json.RawMessage(`{"query":"btc","mode":"search"}`))
+	if err == nil || strings.Contains(err.Error(), "second-auth-cookie") || strings.Contains(err.Error(), "second-csrf") || !strings.Contains(err.Error(), "[redacted]") {
+		t.Errorf("error = %v, want the rotated cookies sent and redacted", err)
 	}
 }
