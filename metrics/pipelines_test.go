@@ -96,11 +96,16 @@ func TestPipelineMetricsFromTheStore(t *testing.T) {
 		t.Errorf("halted and paused (-want +got):\n%s", diff)
 	}
 
+	// A failing store: each scrape counts its failure. The registry
+	// gathers its collectors at the same time, so a scrape may or may not
+	// show its own failure; the third shows the first two at least.
 	failing := New(Options{Pipeline: "loop", Store: failingPipelineStore{}, Pipelines: []string{"loop"}})
 	snapshot(t, failing.Registry())
+	snapshot(t, failing.Registry())
 	got := snapshot(t, failing.Registry())
-	if diff := cmp.Diff(map[string]float64{`agentrunner_scrape_errors_total{pipeline="loop",source="pipelines"}`: 2}, got); diff != "" {
-		t.Errorf("a failing store (-want +got):\n%s", diff)
+	const errs = `agentrunner_scrape_errors_total{pipeline="loop",source="pipelines"}`
+	if n := got[errs]; len(got) != 1 || n < 2 || n > 3 {
+		t.Errorf("a failing store: %v, want only %s at 2 or 3", got, errs)
 	}
 }
 
