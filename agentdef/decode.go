@@ -62,24 +62,6 @@ func (d *decoder) fail(n *yaml.Node, key, format string, args ...any) {
 	d.problems = append(d.problems, Problem{Where: d.pos(n), Key: key, Message: fmt.Sprintf(format, args...)})
 }
 
-func kindName(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.ScalarNode:
-		switch n.Tag {
-		case "!!str":
-			return fmt.Sprintf("the string %q", n.Value)
-		case "!!null":
-			return "null"
-		}
-		return fmt.Sprintf("%s %s", strings.TrimPrefix(n.Tag, "!!"), n.Value)
-	}
-	return "an unsupported node"
-}
-
 // decodeFile decodes one agent file strictly.
 func decodeFile(file string, data []byte) (*entry, Problems) {
 	d := &decoder{file: file}
@@ -156,7 +138,7 @@ func decodeFile(file string, data []byte) (*entry, Problems) {
 // duplicate keys.
 func (d *decoder) pairs(n *yaml.Node, path string) [][2]*yaml.Node {
 	if n.Kind != yaml.MappingNode {
-		d.fail(n, path, "want a mapping, got %s", kindName(n))
+		d.fail(n, path, "want a mapping, got %s", config.NodeKind(n))
 		return nil
 	}
 	seen := map[string]*yaml.Node{}
@@ -164,10 +146,10 @@ func (d *decoder) pairs(n *yaml.Node, path string) [][2]*yaml.Node {
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		if k.Kind != yaml.ScalarNode || k.Tag == "!!merge" {
-			d.fail(k, path, "keys must be plain strings, got %s", kindName(k))
+			d.fail(k, path, "keys must be plain strings, got %s", config.NodeKind(k))
 			continue
 		}
-		key := join(path, k.Value)
+		key := config.JoinKey(path, k.Value)
 		if prev, dup := seen[k.Value]; dup {
 			d.fail(k, key, "duplicate key (first at line %d)", prev.Line)
 			continue
@@ -178,16 +160,9 @@ func (d *decoder) pairs(n *yaml.Node, path string) [][2]*yaml.Node {
 	return out
 }
 
-func join(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "." + key
-}
-
 func (d *decoder) str(n *yaml.Node, key string) (string, bool) {
 	if n.Kind != yaml.ScalarNode || n.Tag == "!!bool" || n.Tag == "!!null" {
-		d.fail(n, key, "want a string, got %s", kindName(n))
+		d.fail(n, key, "want a string, got %s", config.NodeKind(n))
 		return "", false
 	}
 	return n.Value, true
@@ -195,7 +170,7 @@ func (d *decoder) str(n *yaml.Node, key string) (string, bool) {
 
 func (d *decoder) strs(n *yaml.Node, key string) ([]string, bool) {
 	if n.Kind != yaml.SequenceNode {
-		d.fail(n, key, "want a list of strings, got %s", kindName(n))
+		d.fail(n, key, "want a list of strings, got %s", config.NodeKind(n))
 		return nil, false
 	}
 	out := make([]string, 0, len(n.Content))
@@ -214,7 +189,7 @@ func (d *decoder) strs(n *yaml.Node, key string) ([]string, bool) {
 
 func (d *decoder) positive(n *yaml.Node, key string) (int, bool) {
 	if n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
-		d.fail(n, key, "want a positive integer, got %s", kindName(n))
+		d.fail(n, key, "want a positive integer, got %s", config.NodeKind(n))
 		return 0, false
 	}
 	i, err := strconv.ParseInt(n.Value, 0, 32)
@@ -234,7 +209,7 @@ func (d *decoder) output(n *yaml.Node) (*Output, bool) {
 	ok := true
 	for _, p := range pairs {
 		k, v := p[0], p[1]
-		key := join("output", k.Value)
+		key := config.JoinKey("output", k.Value)
 		switch k.Value {
 		case "type":
 			s, good := d.str(v, key)
@@ -267,7 +242,7 @@ func (d *decoder) match(n *yaml.Node) (*Match, bool) {
 	ok := true
 	for _, p := range pairs {
 		k, v := p[0], p[1]
-		key := join("match", k.Value)
+		key := config.JoinKey("match", k.Value)
 		switch k.Value {
 		case "framework":
 			s, good := d.str(v, key)

@@ -50,6 +50,9 @@ type ItemRef struct {
 	AcceptanceCriteria string `json:"acceptance_criteria,omitempty"`
 }
 
+// InputTaskKey is the run input that holds a task's Key.
+const InputTaskKey = "task_key"
+
 // Task is a task of a backlog item, as its run's inputs hold it.
 type Task struct {
 	// Key names the task within its item's run, so that a tasks step run
@@ -118,7 +121,7 @@ func TaskOf(r *agentrunner.Run) (*Task, error) {
 
 // IsTask reports whether a run's inputs are a task's.
 func IsTask(r *agentrunner.Run) bool {
-	_, ok := r.Inputs["task_key"]
+	_, ok := r.Inputs[InputTaskKey]
 	return ok && r.Parent != ""
 }
 

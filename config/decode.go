@@ -91,14 +91,17 @@ func (d *decoder) fail(n *yaml.Node, key, format string, args ...any) {
 	})
 }
 
-func join(path, key string) string {
+// JoinKey is the key path of key under path ("a.b" under "a").
+func JoinKey(path, key string) string {
 	if path == "" {
 		return key
 	}
 	return path + "." + key
 }
 
-func kindName(n *yaml.Node) string {
+// NodeKind describes what a YAML node is, for a message that says what
+// was found where something else was expected.
+func NodeKind(n *yaml.Node) string {
 	switch n.Kind {
 	case yaml.MappingNode:
 		return "a mapping"
@@ -161,7 +164,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 		d.decodeMap(n, v, path)
 	case reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
-			d.fail(n, path, "want a list, got %s", kindName(n))
+			d.fail(n, path, "want a list, got %s", NodeKind(n))
 			return
 		}
 		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
@@ -173,13 +176,13 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 		v.Set(s)
 	case reflect.String:
 		if n.Kind != yaml.ScalarNode || n.Tag == "!!bool" {
-			d.fail(n, path, "want a string, got %s", kindName(n))
+			d.fail(n, path, "want a string, got %s", NodeKind(n))
 			return
 		}
 		v.SetString(n.Value)
 	case reflect.Int, reflect.Int64:
 		if n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
-			d.fail(n, path, "want an integer, got %s", kindName(n))
+			d.fail(n, path, "want an integer, got %s", NodeKind(n))
 			return
 		}
 		i, err := strconv.ParseInt(n.Value, 0, v.Type().Bits())
@@ -190,7 +193,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 		v.SetInt(i)
 	case reflect.Float64:
 		if n.Kind != yaml.ScalarNode || (n.Tag != "!!int" && n.Tag != "!!float") {
-			d.fail(n, path, "want a number, got %s", kindName(n))
+			d.fail(n, path, "want a number, got %s", NodeKind(n))
 			return
 		}
 		f, err := strconv.ParseFloat(n.Value, 64)
@@ -201,7 +204,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 		v.SetFloat(f)
 	case reflect.Bool:
 		if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" {
-			d.fail(n, path, "want true or false, got %s", kindName(n))
+			d.fail(n, path, "want true or false, got %s", NodeKind(n))
 			return
 		}
 		b, _ := strconv.ParseBool(n.Value)
@@ -213,7 +216,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 
 func (d *decoder) decodeDuration(n *yaml.Node, v reflect.Value, path string) {
 	if n.Kind != yaml.ScalarNode || n.Tag == "!!bool" {
-		d.fail(n, path, "want a duration such as 30m, got %s", kindName(n))
+		d.fail(n, path, "want a duration such as 30m, got %s", NodeKind(n))
 		return
 	}
 	dur, err := time.ParseDuration(n.Value)
@@ -232,7 +235,7 @@ func (d *decoder) decodeDuration(n *yaml.Node, v reflect.Value, path string) {
 // duplicate keys and merge keys.
 func (d *decoder) pairs(n *yaml.Node, path string) [][2]*yaml.Node {
 	if n.Kind != yaml.MappingNode {
-		d.fail(n, path, "want a mapping, got %s", kindName(n))
+		d.fail(n, path, "want a mapping, got %s", NodeKind(n))
 		return nil
 	}
 	seen := map[string]*yaml.Node{}
@@ -240,7 +243,7 @@ func (d *decoder) pairs(n *yaml.Node, path string) [][2]*yaml.Node {
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := n.Content[i], n.Content[i+1]
 		if k.Kind != yaml.ScalarNode {
-			d.fail(k, path, "keys must be strings, got %s", kindName(k))
+			d.fail(k, path, "keys must be strings, got %s", NodeKind(k))
 			continue
 		}
 		if k.Tag == "!!merge" {
@@ -248,7 +251,7 @@ func (d *decoder) pairs(n *yaml.Node, path string) [][2]*yaml.Node {
 			continue
 		}
 		if prev, dup := seen[k.Value]; dup {
-			d.fail(k, join(path, k.Value), "duplicate key (first at line %d)", prev.Line)
+			d.fail(k, JoinKey(path, k.Value), "duplicate key (first at line %d)", prev.Line)
 			continue
 		}
 		seen[k.Value] = k
@@ -264,7 +267,7 @@ func (d *decoder) decodeMap(n *yaml.Node, v reflect.Value, path string) {
 	}
 	m := reflect.MakeMapWithSize(v.Type(), len(pairs))
 	for _, p := range pairs {
-		key := join(path, p[0].Value)
+		key := JoinKey(path, p[0].Value)
 		d.lines[key] = d.pos(p[0])
 		elem := reflect.New(v.Type().Elem()).Elem()
 		d.decode(p[1], elem, key)
@@ -277,7 +280,7 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
 	fields := yamlFields(v.Type())
 	for _, p := range d.pairs(n, path) {
 		name := p[0].Value
-		key := join(path, name)
+		key := JoinKey(path, name)
 		idx, ok := fields[name]
 		if !ok {
 			d.fail(p[0], path, "unknown key %q%s", name, suggest(name, fields))
@@ -293,7 +296,7 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
 // key".
 func (d *decoder) decodeEnv(n *yaml.Node, v reflect.Value, path string) {
 	if n.Kind != yaml.MappingNode {
-		d.fail(n, path, "want a mapping {pass: [NAMES], set: {NAME: value}}, got %s", kindName(n))
+		d.fail(n, path, "want a mapping {pass: [NAMES], set: {NAME: value}}, got %s", NodeKind(n))
 		return
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -319,7 +322,7 @@ func (d *decoder) decodeOnCap(n *yaml.Node, v reflect.Value, path string) {
 	case n.Kind == yaml.MappingNode:
 		d.decodeStruct(n, v, path)
 	default:
-		d.fail(n, path, "want halt, end, {to: STEP} or {gate: STEP}, got %s", kindName(n))
+		d.fail(n, path, "want halt, end, {to: STEP} or {gate: STEP}, got %s", NodeKind(n))
 	}
 }
 

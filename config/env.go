@@ -61,7 +61,7 @@ func (d *decoder) applyEnv(v reflect.Value, prefix, path string, lookup func(str
 			if name == "" || name == "-" {
 				continue
 			}
-			if d.applyEnv(v.Field(i), envName(prefix, name), join(path, name), lookup) {
+			if d.applyEnv(v.Field(i), envName(prefix, name), JoinKey(path, name), lookup) {
 				applied = true
 			}
 		}
@@ -69,7 +69,7 @@ func (d *decoder) applyEnv(v reflect.Value, prefix, path string, lookup func(str
 	}
 	applied := false
 	for _, k := range v.MapKeys() {
-		if d.applyEnv(v.MapIndex(k), envName(prefix, k.String()), join(path, k.String()), lookup) {
+		if d.applyEnv(v.MapIndex(k), envName(prefix, k.String()), JoinKey(path, k.String()), lookup) {
 			applied = true
 		}
 	}
@@ -343,13 +343,13 @@ func (w *keyWalk) walk(v reflect.Value, prefix, path string) {
 		for i := 0; i < t.NumField(); i++ {
 			name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
 			if name != "" && name != "-" {
-				w.walk(v.Field(i), envName(prefix, name), join(path, name))
+				w.walk(v.Field(i), envName(prefix, name), JoinKey(path, name))
 			}
 		}
 	case reflect.Map:
 		for _, k := range v.MapKeys() {
-			if _, given := w.given[join(path, k.String())]; given {
-				w.walk(v.MapIndex(k), envName(prefix, k.String()), join(path, k.String()))
+			if _, given := w.given[JoinKey(path, k.String())]; given {
+				w.walk(v.MapIndex(k), envName(prefix, k.String()), JoinKey(path, k.String()))
 			}
 		}
 	}

@@ -63,7 +63,7 @@ func (d *decoder) decodeTool(n *yaml.Node, v reflect.Value, path string) {
 			rest = append(rest, p)
 			continue
 		}
-		key := join(path, p[0].Value)
+		key := JoinKey(path, p[0].Value)
 		d.lines[key] = d.pos(p[0])
 		d.decode(p[1], v.Field(idx), key)
 	}
@@ -126,7 +126,7 @@ func (d *decoder) ownKeys(pairs [][2]*yaml.Node, v reflect.Value, path, kind str
 			foreign = append(foreign, d.foreignKey(p[0], path, kind, kinds, fields)...)
 			continue
 		}
-		key := join(path, name)
+		key := JoinKey(path, name)
 		d.lines[key] = d.pos(p[0])
 		d.decode(p[1], v.Field(idx), key)
 	}
@@ -158,10 +158,10 @@ func (d *decoder) foreignKey(k *yaml.Node, path, kind string, kinds ToolKinds, o
 		d.fail(k, path, "unknown key %q%s", name, suggest(name, known))
 		return nil
 	case envKey:
-		return Problems{{Where: d.pos(k), Key: join(path, name),
+		return Problems{{Where: d.pos(k), Key: JoinKey(path, name),
 			Message: fmt.Sprintf("only CLI-backed tools (%s) start a process that takes an environment", strings.Join(takers, ", "))}}
 	}
-	return Problems{{Where: d.pos(k), Key: join(path, name),
+	return Problems{{Where: d.pos(k), Key: JoinKey(path, name),
 		Message: fmt.Sprintf("applies to tools of kind %s, not %s", strings.Join(takers, ", "), kind)}}
 }
 

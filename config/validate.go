@@ -377,7 +377,9 @@ func (v *validator) tool(name string, t *Tool) {
 	}
 	v.problems = append(v.problems, v.c.toolProblems[name]...)
 	if t.Settings != nil {
-		report := func(sub, format string, args ...any) { v.add(strings.TrimSuffix(join(key, sub), "."), format, args...) }
+		report := func(sub, format string, args ...any) {
+			v.add(strings.TrimSuffix(JoinKey(key, sub), "."), format, args...)
+		}
 		t.Settings.Check(report)
 		if in, ok := t.Settings.(ToolSettingsInConfig); ok {
 			in.CheckIn(v.c, report)

@@ -14,6 +14,7 @@ import (
 	"github.com/agentrunner/agentrunner"
 	"github.com/agentrunner/agentrunner/backlog"
 	arhttp "github.com/agentrunner/agentrunner/http"
+	"github.com/agentrunner/agentrunner/internal/runtest"
 	"github.com/agentrunner/agentrunner/sqlite"
 )
 
@@ -37,27 +38,11 @@ func newDevPipeline(t *testing.T, env ...string) *devPipeline {
 	if out, err := exec.Command(binary, "init", d.dir, "--example", "dev-pipeline").CombinedOutput(); err != nil {
 		t.Fatalf("init: %v\n%s", err, out)
 	}
-	gitRepo(t, d.repo, map[string]string{"go.mod": "module greeter\n\ngo 1.22\n", "main.go": "package main\n\nfunc main() {}\n"})
+	runtest.GitRepoAt(t, d.repo, map[string]string{"go.mod": "module greeter\n\ngo 1.22\n", "main.go": "package main\n\nfunc main() {}\n"})
 	d.srv = newCrashServer(t, d.cfg)
 	d.srv.env = append(d.srv.env, env...)
 	d.srv.start(t)
 	return d
-}
-
-// gitRepo makes a repository on main with one commit of files.
-func gitRepo(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	git(t, dir, "init", "-q", "-b", "main")
-	git(t, dir, "add", ".")
-	git(t, dir, "-c", "user.name=e2e", "-c", "user.email=e2e@localhost", "-c", "commit.gpgsign=false", "commit", "-q", "-m", "init")
 }
 
 func git(t *testing.T, dir string, args ...string) string {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/internal/childrun"
 	"github.com/agentrunner/agentrunner/tool"
 )
 
@@ -166,17 +167,15 @@ func (l *Launcher) acquire(ctx context.Context, lead string, n int) (release fun
 func (l *Launcher) child(ctx context.Context, starter Starter, store Store, pipeline, lead, key string, task Task) (string, error) {
 	l.starting.Lock()
 	defer l.starting.Unlock()
-	children, err := store.Runs(ctx, agentrunner.RunFilter{Parent: lead})
+	id, err := childrun.Find(ctx, store, lead, InputKey, key)
 	if err != nil {
 		return "", storeError(ctx, err)
 	}
-	for _, r := range children {
-		if k, _ := r.Inputs[InputKey].(string); k == key {
-			return r.ID, nil
-		}
+	if id != "" {
+		return id, nil
 	}
 	inputs := map[string]any{InputKey: key, InputTask: taskInput(task)}
-	id, err := starter.StartChild(ctx, pipeline, inputs, lead)
+	id, err = starter.StartChild(ctx, pipeline, inputs, lead)
 	if err != nil {
 		if ctx.Err() != nil {
 			return "", stopped(ctx.Err())
@@ -202,22 +201,14 @@ func (l *Launcher) wait(ctx context.Context, store Store, id string) (*agentrunn
 	if poll <= 0 {
 		poll = DefaultPoll
 	}
-	t := time.NewTicker(poll)
-	defer t.Stop()
-	for {
-		r, err := store.Run(ctx, id)
-		if err != nil {
-			return nil, storeError(ctx, err)
-		}
-		if r.Status.Finished() {
-			return r, nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("the sub-agent's run %s had not ended: %s", id, stopped(ctx.Err()))
-		case <-t.C:
-		}
+	r, err := childrun.Wait(ctx, store, id, poll)
+	switch {
+	case errors.Is(err, childrun.ErrStopped):
+		return nil, fmt.Errorf("the sub-agent's run %s had not ended: %s", id, stopped(ctx.Err()))
+	case err != nil:
+		return nil, storeError(ctx, err)
 	}
+	return r, nil
 }
 
 // result is the message of an ended child: its output as a Result in

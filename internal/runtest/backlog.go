@@ -60,16 +60,23 @@ func Backlog(t testing.TB, dir string) (*config.Config, map[string]*agentrunner.
 // system configuration. It skips the test when git is not installed.
 func GitRepo(t testing.TB) string {
 	t.Helper()
+	repo := filepath.Join(t.TempDir(), "repo")
+	GitRepoAt(t, repo, map[string]string{"go.mod": "module example.com/greet\n\ngo 1.22\n", "greet.go": "package greet\n"})
+	return repo
+}
+
+// GitRepoAt makes a repository at dir on main with one commit of files,
+// whatever the user's git configuration; the test is skipped without git.
+func GitRepoAt(t testing.TB, dir string, files map[string]string) {
+	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed")
 	}
-	repo := filepath.Join(t.TempDir(), "repo")
-	if err := os.MkdirAll(repo, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	files := map[string]string{"go.mod": "module example.com/greet\n\ngo 1.22\n", "greet.go": "package greet\n"}
 	for name, content := range files {
-		if err := os.WriteFile(filepath.Join(repo, name), []byte(content), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -79,12 +86,11 @@ func GitRepo(t testing.TB) string {
 		"GIT_COMMITTER_NAME=Test", "GIT_COMMITTER_EMAIL=test@example.com")
 	for _, args := range [][]string{{"init", "--quiet", "-b", "main"}, {"add", "."}, {"commit", "--quiet", "-m", "first"}} {
 		cmd := exec.Command("git", args...)
-		cmd.Dir, cmd.Env = repo, env
+		cmd.Dir, cmd.Env = dir, env
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("git %v: %v\n%s", args, err, out)
 		}
 	}
-	return repo
 }
 
 // AddTask adds the task of order n of item, a run of the backlog

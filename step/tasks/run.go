@@ -2,15 +2,16 @@ package tasks
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
-	"time"
 
 	"github.com/agentrunner/agentrunner"
 	"github.com/agentrunner/agentrunner/agentout"
 	"github.com/agentrunner/agentrunner/backlog"
 	"github.com/agentrunner/agentrunner/config"
+	"github.com/agentrunner/agentrunner/internal/childrun"
 	"github.com/agentrunner/agentrunner/worktree"
 )
 
@@ -71,17 +72,14 @@ func (k *Kind) task(a *agentrunner.StepAttempt, item *backlog.Item, t agentout.T
 
 // child finds the item's child run of task, or starts it.
 func (k *Kind) child(ctx context.Context, item, pipeline string, task *backlog.Task) (string, error) {
-	children, err := k.opts.Store.Runs(ctx, agentrunner.RunFilter{Parent: item})
+	id, err := childrun.Find(ctx, k.opts.Store, item, backlog.InputTaskKey, task.Key)
 	if err != nil {
 		return "", fmt.Errorf("read the runs of %s: %w", item, err)
 	}
-	for _, r := range children {
-		if key, _ := r.Inputs["task_key"].(string); key == task.Key {
-			return r.ID, nil
-		}
+	if id != "" {
+		return id, nil
 	}
-	id, err := k.opts.Starter.StartChild(ctx, pipeline, task.Inputs(), item)
-	if err != nil {
+	if id, err = k.opts.Starter.StartChild(ctx, pipeline, task.Inputs(), item); err != nil {
 		return "", fmt.Errorf("its run could not start: %w", err)
 	}
 	return id, nil
@@ -89,20 +87,12 @@ func (k *Kind) child(ctx context.Context, item, pipeline string, task *backlog.T
 
 // wait waits for the run id to end.
 func (k *Kind) wait(ctx context.Context, id string) (*agentrunner.Run, error) {
-	t := time.NewTicker(k.opts.Poll)
-	defer t.Stop()
-	for {
-		r, err := k.opts.Store.Run(ctx, id)
-		if err != nil {
-			return nil, fmt.Errorf("read run %s: %w", id, err)
-		}
-		if r.Status.Finished() {
-			return r, nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("run %s had not ended: %w", id, ctx.Err())
-		case <-t.C:
-		}
+	r, err := childrun.Wait(ctx, k.opts.Store, id, k.opts.Poll)
+	switch {
+	case errors.Is(err, childrun.ErrStopped):
+		return nil, fmt.Errorf("run %s had not ended: %w", id, ctx.Err())
+	case err != nil:
+		return nil, fmt.Errorf("read run %s: %w", id, err)
 	}
+	return r, nil
 }
