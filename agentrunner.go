@@ -488,8 +488,8 @@ type Store interface {
 	// tool usage summary is the history of the calls and stays as it is.
 	PruneEvents(ctx context.Context, before time.Time) (int64, error)
 	// PruneFiles deletes the stored files of the kinds given (FilePrompt,
-	// FileValidation) created before before, and returns how many it
-	// deleted: the prompts and validation reports are for an operator's
+	// FileValidation) created before before, never the newest stored file
+	// (so file ids keep growing), and returns how many it deleted: the prompts and validation reports are for an operator's
 	// inspection and go with the events, on their retention. Stored
 	// artifacts are never pruned, for they are what steps produced and
 	// what later steps read: asking for FileArtifact, an unknown kind or

@@ -81,35 +81,59 @@ func filesQuery(f agentrunner.FileFilter) (string, []any) {
 	return fmt.Sprintf("SELECT %s FROM files WHERE %s ORDER BY id", cols, strings.Join(where, " AND ")), args
 }
 
-// sqlPruneFiles deletes stored files of some kinds older than a time;
-// its first condition is files_prunable's, so that the index serves it,
-// and so that it never deletes an artifact whatever kinds it is given.
-const sqlPruneFiles = `DELETE FROM files WHERE kind <> 'artifact' AND kind IN (%s) AND created_at < ?`
-
 // PruneFiles deletes the stored prompts and validation reports (the
 // kinds given) created before before; stored artifacts are never pruned.
-func (s *Store) PruneFiles(ctx context.Context, before time.Time, kinds ...agentrunner.FileKind) (int64, error) {
+// No index holds the files' times (each step's commit would write a page
+// of it): each kind has a mark, the id its last prune stopped at, and a
+// prune walks the ids from the smallest mark to the first file made at or
+// after before, then moves the marks there. A file of a kind made after
+// before, but with an id below that (times may be a little out of order),
+// holds its kind's mark until it is pruned.
+func (s *Store) PruneFiles(ctx context.Context, before time.Time, kinds ...agentrunner.FileKind) (n int64, err error) {
 	if err := prunableKinds(kinds); err != nil {
 		return 0, err
 	}
-	args := make([]any, 0, len(kinds)+1)
-	for _, k := range kinds {
-		args = append(args, string(k))
+	if before.IsZero() {
+		return 0, nil
 	}
-	args = append(args, encodeTime(before))
-	q := fmt.Sprintf(sqlPruneFiles, strings.TrimSuffix(strings.Repeat("?, ", len(kinds)), ", "))
-	s.w.mu.Lock()
-	defer s.w.mu.Unlock()
-	res, err := s.w.exec(ctx, q, args...)
-	if err != nil {
-		return 0, translate(err, "prune stored files", "")
-	}
-	n, err := res.RowsAffected()
-	if n > 0 {
-		s.commits.Add(1)
-	}
+	err = s.inTx(ctx, func(ctx context.Context, w *writer) (bool, error) {
+		var from, cut int64
+		if err := w.queryRow(ctx, sqlPruneBounds, []any{encodeTime(before)}, &from, &cut); err != nil {
+			return false, translate(err, "prune stored files", "")
+		}
+		for _, k := range kinds {
+			res, err := w.exec(ctx, sqlPruneKind, string(k), from, cut, encodeTime(before))
+			if err != nil {
+				return false, translate(err, "prune stored files", "")
+			}
+			deleted, _ := res.RowsAffected()
+			n += deleted
+			if _, err := w.exec(ctx, sqlPruneMark, string(k), from, cut); err != nil {
+				return false, translate(err, "prune stored files", "")
+			}
+		}
+		return true, nil
+	})
 	return n, err
 }
+
+// The statements of PruneFiles. The bounds are the smallest mark of any
+// kind (0 before the first prune) and the first id at or after it of a
+// file made at or after before, or the last id: the newest file is never
+// pruned, so its id is never given again to a file below a mark. A kind's files
+// between them made before before are deleted, and its mark moves to the
+// first of its files left between them, or to the cut.
+const (
+	sqlPruneBounds = `WITH m AS (SELECT COALESCE(
+			(SELECT MIN(next_id) FROM file_prune_marks WHERE (SELECT COUNT(*) FROM file_prune_marks) = 2), 0) AS from_id)
+		SELECT from_id, COALESCE(
+			(SELECT id FROM files WHERE id >= from_id AND created_at >= ? ORDER BY id LIMIT 1),
+			(SELECT COALESCE(MAX(id), 0) FROM files)) FROM m`
+	sqlPruneKind = `DELETE FROM files WHERE kind = ?1 AND id >= ?2 AND id < ?3 AND created_at < ?4`
+	sqlPruneMark = `INSERT INTO file_prune_marks (kind, next_id) VALUES (?1,
+			COALESCE((SELECT MIN(id) FROM files WHERE id >= ?2 AND id < ?3 AND kind = ?1), ?3))
+		ON CONFLICT (kind) DO UPDATE SET next_id = excluded.next_id`
+)
 
 // prunableKinds refuses what PruneFiles must not be asked: no kind, an
 // unknown one, or the artifacts, which are the truth of what steps

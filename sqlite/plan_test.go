@@ -60,8 +60,8 @@ func TestReadsUseIndexes(t *testing.T) {
 		{"warnings and errors", agentrunner.EventFilter{MinLevel: agentrunner.LevelWarn, Limit: 20}, []string{"INDEX events_problems"}},
 		{"errors", agentrunner.EventFilter{MinLevel: agentrunner.LevelError, Limit: 20}, []string{"INDEX events_errors"}},
 		{"GET /api/errors", agentrunner.EventFilter{MinLevel: agentrunner.LevelWarn, Newest: true, BeforeID: 900, Limit: 20}, []string{"INDEX events_problems"}},
-		{"events since a time", agentrunner.EventFilter{Since: since, Limit: 20}, []string{"COVERING INDEX events_time (timestamp>?)", "INTEGER PRIMARY KEY (rowid>?)"}},
-		{"events of a type since a time", agentrunner.EventFilter{Type: "tool.call", Since: since, Limit: 20}, []string{"COVERING INDEX events_time (timestamp>?)", "INDEX events_type (event_type=? AND id>?)"}},
+		{"events since a time", agentrunner.EventFilter{Since: since, Limit: 20}, []string{"SEARCH event_minutes USING PRIMARY KEY (minute>?)", "INTEGER PRIMARY KEY (rowid>?)"}},
+		{"events of a type since a time", agentrunner.EventFilter{Type: "tool.call", Since: since, Limit: 20}, []string{"SEARCH event_minutes USING PRIMARY KEY (minute>?)", "INDEX events_type (event_type=? AND id>?)"}},
 		{"events of a step's type", agentrunner.EventFilter{Type: agentrunner.EventTransition, Newest: true, Limit: 20}, []string{"INTEGER PRIMARY KEY (rowid>?)"}},
 		{"events of a cycle", agentrunner.EventFilter{CycleID: "20261122_140000", Limit: 20}, []string{"INDEX events_cycle (cycle_id=? AND id>?)"}},
 		{"events after an id", agentrunner.EventFilter{AfterID: 100, Limit: 20}, []string{"INTEGER PRIMARY KEY (rowid>?)"}},
@@ -102,7 +102,7 @@ func TestReadsUseIndexes(t *testing.T) {
 		// A run's step runs, a handful, are sorted into the order they
 		// were opened.
 		{"step runs of a run", agentrunner.StepRunFilter{RunID: "review-000001"}, []string{"INDEX sqlite_autoindex_step_runs_1 (run_id=?)"}, []string{"USE TEMP B-TREE FOR ORDER BY"}},
-		{"open step runs", agentrunner.StepRunFilter{Status: agentrunner.StepRunOpen, Limit: 100}, []string{"INDEX step_runs_unfinished (status=?)"}, nil},
+		{"waiting step runs", agentrunner.StepRunFilter{Status: agentrunner.StepRunWaiting, Limit: 100}, []string{"INDEX step_runs_waiting (status=?)"}, nil},
 		{"waiting step runs of a run", agentrunner.StepRunFilter{RunID: "review-000001", Status: agentrunner.StepRunWaiting}, []string{"INDEX "}, []string{"USE TEMP B-TREE FOR ORDER BY"}},
 	} {
 		q, args := stepRunsQuery(tt.f)
@@ -124,14 +124,14 @@ func TestReadsUseIndexes(t *testing.T) {
 	qs = append(qs,
 		// GET /api/status's counts read the runs in flight's index alone,
 		// in its order (no sort for the grouping), and the waiting gates'
-		// entries of step_runs_unfinished.
+		// entries of step_runs_waiting.
 		query{"unfinished run counts", sqlRunCounts, nil, []string{"SCAN runs USING COVERING INDEX runs_unfinished_counts"},
 			[]string{"SCAN runs USING COVERING INDEX runs_unfinished_counts"}},
 		// The metrics' totals of every run read the covering index of
 		// pipeline and status alone, in its order.
 		query{"run totals", sqlRunTotals, nil, []string{"SCAN runs USING COVERING INDEX runs_pipeline_status"},
 			[]string{"SCAN runs USING COVERING INDEX runs_pipeline_status"}},
-		query{"waiting gate count", sqlWaitingGates, nil, []string{"SEARCH step_runs USING COVERING INDEX step_runs_unfinished (status=?)"}, nil},
+		query{"waiting gate count", sqlWaitingGates, nil, []string{"SEARCH step_runs USING COVERING INDEX step_runs_waiting (status=?)"}, nil},
 		query{"audit page", `SELECT ` + commandColumns + ` FROM commands ` + sqlCommandsPage, []any{100, 20}, []string{"INTEGER PRIMARY KEY (rowid<?)"}, nil},
 		query{"tool usage of all time", sqlToolTotals, nil, []string{"SCAN tool_usage_totals"}, nil},
 		query{"tool usage since", sqlToolHours, []any{"2026-11-22T14"}, []string{"PRIMARY KEY (hour>?)"}, nil},

@@ -8,20 +8,30 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentrunner/agentrunner"
 	"github.com/agentrunner/agentrunner/internal/dbtest"
+	"github.com/google/go-cmp/cmp"
 )
 
-// TestPruneFilesUsesItsIndex: the prune of stored prompts and validation
-// reports reads the partial index files_prunable from its start to the
-// bound, never the table of stored files, whose artifacts may be
-// megabytes each.
-func TestPruneFilesUsesItsIndex(t *testing.T) {
+// TestPruneFilesWalksFromItsMarks: the prune of stored prompts and
+// validation reports reads the files by id from the marks its last pass
+// left, never the whole table, whose artifacts may be megabytes each, and
+// no index of the files' times (which every step's commit would write).
+func TestPruneFilesWalksFromItsMarks(t *testing.T) {
 	s := open(t)
 	defer s.Close()
-	q := fmt.Sprintf(sqlPruneFiles, "?, ?")
-	plan := strings.Join(queryPlan(t, s, q, "prompt", "validation", encodeTime(time.Now())), "\n")
-	if !strings.Contains(plan, "SEARCH files USING INDEX files_prunable (created_at<?)") || strings.Contains(plan, "SCAN") {
-		t.Errorf("the prune does not search files_prunable:\n%s", plan)
+	for _, q := range []struct {
+		name, sql string
+		args      []any
+	}{
+		{"bounds", sqlPruneBounds, []any{encodeTime(time.Now())}},
+		{"delete", sqlPruneKind, []any{"prompt", 10, 20, encodeTime(time.Now())}},
+		{"mark", sqlPruneMark, []any{"prompt", 10, 20}},
+	} {
+		plan := strings.Join(queryPlan(t, s, q.sql, q.args...), "\n")
+		if !strings.Contains(plan, "SEARCH files USING INTEGER PRIMARY KEY (rowid>?") || strings.Contains(plan, "SCAN files") {
+			t.Errorf("%s: the prune does not walk the files by id:\n%s", q.name, plan)
+		}
 	}
 }
 
@@ -51,5 +61,40 @@ func TestPrunedPagesAreReused(t *testing.T) {
 	}
 	if after := dbtest.Measure(t, path); after.Bytes != full.Bytes || after.FreePages >= pruned.FreePages {
 		t.Errorf("5 cycles after the prune: %d bytes, %d free pages; want the same %d bytes, fewer than %d free pages", after.Bytes, after.FreePages, full.Bytes, pruned.FreePages)
+	}
+}
+
+// TestPruneFilesMovesItsMarks: after a prune, each kind's mark is the id
+// the next prune starts from: past every file the prune looked at.
+func TestPruneFilesMovesItsMarks(t *testing.T) {
+	ctx := context.Background()
+	s := open(t)
+	defer s.Close()
+	for i := 0; i < 4; i++ {
+		growthCycle(t, s, i, growthStart.Add(time.Duration(i)*time.Hour), true)
+	}
+	before := growthStart.Add(2 * time.Hour)
+	if _, err := s.PruneFiles(ctx, before, agentrunner.FilePrompt, agentrunner.FileValidation); err != nil {
+		t.Fatal(err)
+	}
+	var first int64
+	if err := s.read.QueryRowContext(ctx, `SELECT MIN(id) FROM files WHERE created_at >= ?`, encodeTime(before)).Scan(&first); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := s.read.QueryContext(ctx, `SELECT kind, next_id FROM file_prune_marks ORDER BY kind`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var marks []string
+	for rows.Next() {
+		var kind string
+		var next int64
+		rows.Scan(&kind, &next)
+		marks = append(marks, fmt.Sprintf("%s@%d", kind, next))
+	}
+	want := []string{fmt.Sprintf("prompt@%d", first), fmt.Sprintf("validation@%d", first)}
+	if diff := cmp.Diff(want, marks); diff != "" {
+		t.Errorf("marks after the prune (-want +got):\n%s", diff)
 	}
 }

@@ -101,6 +101,9 @@ const (
 	sqlInsertEvents = `
 		INSERT INTO events (timestamp, event_type, agent, step, cycle_id, level, details)
 		VALUES %s`
+	// The first event of a minute marks it; later ones find the mark and
+	// write nothing.
+	sqlMarkMinute = `INSERT INTO event_minutes (minute, first_id) VALUES (?, ?) ON CONFLICT (minute) DO NOTHING`
 	// The tool usage summary: one row per tool and hour, one per tool.
 	sqlToolHour = `
 		INSERT INTO tool_usage_hours (hour, tool, calls, errors, duration_ms, last_call) VALUES (?, ?, ?, ?, ?, ?)
@@ -411,6 +414,9 @@ func (w *writer) change(ctx context.Context, ch *agentrunner.Change) (err error)
 		for i, e := range ch.Events {
 			e.ID = ids[i]
 		}
+		if err := w.markMinutes(ctx, ch.Events, rows); err != nil {
+			return fmt.Errorf("event minutes: %w", err)
+		}
 		if err := w.summarizeToolCalls(ctx, ch.Events); err != nil {
 			return fmt.Errorf("tool usage summary: %w", err)
 		}
@@ -654,6 +660,28 @@ func (t *toolSum) add(failed bool, d time.Duration, at time.Time) {
 // stored time, 2026-11-22T14.
 func hourOf(t time.Time) string { return t.UTC().Format("2006-01-02T15") }
 
+// markMinutes records the first id of each minute the events fall in
+// (rows holds their encoded timestamps first), for the filter by time.
+// A step's events share a minute: one statement, which writes a page
+// only for a new minute.
+func (w *writer) markMinutes(ctx context.Context, evs []*agentrunner.Event, rows [][]any) error {
+	last := ""
+	for i, e := range evs {
+		ts, _ := rows[i][0].(string)
+		if len(ts) < minuteLen || ts[:minuteLen] == last {
+			continue
+		}
+		last = ts[:minuteLen]
+		if _, err := w.exec(ctx, sqlMarkMinute, last, e.ID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// minuteLen is the length of a minute's prefix of an encoded time.
+const minuteLen = len("2006-01-02T15:04")
+
 // summarizeToolCalls adds the tool calls among evs to the tool usage
 // summary, in the caller's transaction; the caller holds mu.
 func (w *writer) summarizeToolCalls(ctx context.Context, evs []*agentrunner.Event) error {
@@ -866,13 +894,13 @@ func runsQuery(f agentrunner.RunFilter) (string, []any) {
 const sqlRunCounts = `SELECT pipeline, status, COUNT(*) FROM runs INDEXED BY runs_unfinished_counts WHERE (` + sqlUnfinishedRun + `)
 	GROUP BY pipeline, status ORDER BY pipeline, status`
 
-// sqlNotSucceeded is the condition of the partial index
-// step_runs_unfinished, as the migration words it: SQLite uses the index
-// only for a query that states it.
-const sqlNotSucceeded = `status <> 'succeeded'`
+// sqlWaiting is the condition of the partial index step_runs_waiting, as
+// the migration words it: SQLite uses the index only for a query that
+// states it.
+const sqlWaiting = `status = 'waiting'`
 
-// sqlWaitingGates counts the waiting step runs on step_runs_unfinished.
-const sqlWaitingGates = `SELECT COUNT(*) FROM step_runs WHERE status = 'waiting' AND ` + sqlNotSucceeded
+// sqlWaitingGates counts the waiting step runs on step_runs_waiting.
+const sqlWaitingGates = `SELECT COUNT(*) FROM step_runs WHERE ` + sqlWaiting
 
 // RunCounts counts the unfinished runs by pipeline and status and the
 // waiting gates, in one read transaction so the two agree.
@@ -911,9 +939,9 @@ func (s *Store) StepRuns(ctx context.Context, f agentrunner.StepRunFilter) ([]*a
 }
 
 // stepRunsQuery is the query of StepRuns: a run's step runs by the
-// primary key, those of a status other than succeeded by
-// step_runs_unfinished, in rowid order (the order they were opened in: an
-// update keeps the rowid).
+// primary key, the waiting ones by step_runs_waiting, in rowid order (the
+// order they were opened in: an update keeps the rowid). Another status
+// across runs walks the table: nothing reads that but an operator's query.
 func stepRunsQuery(f agentrunner.StepRunFilter) (string, []any) {
 	q := `SELECT ` + stepRunColumns + ` FROM step_runs WHERE 1 = 1`
 	var args []any
@@ -925,8 +953,8 @@ func stepRunsQuery(f agentrunner.StepRunFilter) (string, []any) {
 		q += ` AND status = ?`
 		args = append(args, string(f.Status))
 	}
-	if f.Status != "" && f.Status != agentrunner.StepRunSucceeded {
-		q += ` AND ` + sqlNotSucceeded
+	if f.Status == agentrunner.StepRunWaiting {
+		q += ` AND ` + sqlWaiting
 	}
 	q += ` ORDER BY rowid`
 	if f.Limit > 0 {
@@ -1022,20 +1050,22 @@ const sqlNotStepEvent = `event_type NOT IN ('attempt.started', 'attempt.succeede
 
 // eventsQuery is the query of Events. Each filter has its index: type
 // events_type, level warn events_problems, level error events_errors,
-// a cycle events_cycle, a time events_time; the rest walk the ids.
+// a cycle events_cycle, a time event_minutes; the rest walk the ids.
 func eventsQuery(f agentrunner.EventFilter) (string, []any, error) {
 	q := `SELECT id, timestamp, event_type, agent, step, cycle_id, level, details FROM events WHERE id > ?`
 	args := []any{f.AfterID}
 	if !f.Since.IsZero() {
 		// Ids follow commits and timestamps the events' own times, which
-		// may be a little out of order: the first id of an event at or
-		// after the time comes from the events_time index, and the walk
-		// by id starts there (one bound, so whichever index walks the ids
-		// starts there too). It costs in proportion to the events after
-		// the time; continuing by id (AfterID) costs nothing more.
+		// may be a little out of order: the walk by id starts at the
+		// smallest first id of the minutes from the time's on
+		// (event_minutes), which no event at or after the time is below
+		// (one bound, so whichever index walks the ids starts there too).
+		// It costs in proportion to the events after the time's minute;
+		// continuing by id (AfterID) costs nothing more.
+		since, _ := encodeTime(f.Since).(string)
 		q = `SELECT id, timestamp, event_type, agent, step, cycle_id, level, details FROM events
-			WHERE id > MAX(?, (SELECT MIN(id) FROM events INDEXED BY events_time WHERE timestamp >= ?) - 1) AND timestamp >= ?`
-		args = append(args, encodeTime(f.Since), encodeTime(f.Since))
+			WHERE id > MAX(?, (SELECT MIN(first_id) FROM event_minutes WHERE minute >= ?) - 1) AND timestamp >= ?`
+		args = append(args, since[:minuteLen], since)
 	}
 	if f.BeforeID > 0 {
 		q += ` AND id < ?`
@@ -1095,22 +1125,33 @@ func scanEvent(row scanner) (*agentrunner.Event, error) {
 }
 
 // PruneEvents deletes events older than before, never the newest one. Ids
-// grow with time, so the old events are the ids below the first recent one.
-func (s *Store) PruneEvents(ctx context.Context, before time.Time) (int64, error) {
-	s.w.mu.Lock()
-	defer s.w.mu.Unlock()
-	res, err := s.w.exec(ctx, `DELETE FROM events WHERE id < COALESCE(
-		(SELECT id FROM events WHERE timestamp >= ? ORDER BY id LIMIT 1),
-		(SELECT MAX(id) FROM events))`, encodeTime(before))
-	if err != nil {
-		return 0, translate(err, "prune events", "")
+// grow with time, so the old events are the ids below the first recent
+// one; the minutes before before's go with them.
+func (s *Store) PruneEvents(ctx context.Context, before time.Time) (n int64, err error) {
+	if before.IsZero() {
+		return 0, nil
 	}
-	n, err := res.RowsAffected()
-	if n > 0 {
-		s.commits.Add(1)
-	}
+	err = s.inTx(ctx, func(ctx context.Context, w *writer) (bool, error) {
+		res, err := w.exec(ctx, sqlPruneEvents, encodeTime(before))
+		if err != nil {
+			return false, translate(err, "prune events", "")
+		}
+		if n, err = res.RowsAffected(); err != nil || n == 0 {
+			return false, err
+		}
+		stamp, _ := encodeTime(before).(string)
+		if _, err := w.exec(ctx, `DELETE FROM event_minutes WHERE minute < ?`, stamp[:minuteLen]); err != nil {
+			return false, translate(err, "prune event minutes", "")
+		}
+		return true, nil
+	})
 	return n, err
 }
+
+// sqlPruneEvents deletes the events below the first at or after a time.
+const sqlPruneEvents = `DELETE FROM events WHERE id < COALESCE(
+	(SELECT id FROM events WHERE timestamp >= ? ORDER BY id LIMIT 1),
+	(SELECT MAX(id) FROM events))`
 
 // ToolUsage sums the tool calls since then, by tool, from the summary:
 // the totals for all time, else the hours from since's hour on.

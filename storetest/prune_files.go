@@ -2,6 +2,8 @@ package storetest
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -75,12 +77,100 @@ func testPruneFiles(t *testing.T, s agentrunner.Store) {
 		t.Errorf("the same prune again: %d, %v; want nothing left to delete", n, err)
 	}
 
-	// Only the kinds asked: the prompts go, the report stays.
+	// Only the kinds asked: the prompts go, the report stays. The newest
+	// stored file is never pruned (its id would be given again).
+	newest := fileAt("r2", agentrunner.FileArtifact, "newer.md", recent.Add(2*time.Hour))
+	mustApply(t, s, &agentrunner.Change{Files: []*agentrunner.StoredFile{newest}})
 	if n, err := s.PruneFiles(ctx, recent.Add(time.Hour), agentrunner.FilePrompt); err != nil || n != 1 {
 		t.Fatalf("PruneFiles of prompts: %d, %v; want the one left", n, err)
 	}
-	want = []string{"r1/artifact/review.md", "r2/validation/validation.txt", "r2/artifact/review.md"}
+	want = []string{"r1/artifact/review.md", "r2/validation/validation.txt", "r2/artifact/review.md", "r2/artifact/newer.md"}
 	if diff := cmp.Diff(want, fileNames(t, s, "r1", "r2")); diff != "" {
 		t.Errorf("after pruning prompts (-want +got):\n%s", diff)
+	}
+}
+
+// testPruneFilesInPasses: prunes an hour apart, as the runner makes them,
+// each delete the prompts and reports made before their bound and no
+// other, pass after pass, while steps keep adding files. A prune stops at
+// the first file made at or after its bound, in the order of commits: one
+// stamped out of order (earlier than a file committed before it) goes at
+// the first pass that gets past that file.
+func testPruneFilesInPasses(t *testing.T, s agentrunner.Store) {
+	ctx := context.Background()
+	mustApply(t, s, &agentrunner.Change{Runs: []*agentrunner.Run{run("r1", agentrunner.RunRunning)}})
+	var files []*agentrunner.StoredFile
+	for h := 0; h < 6; h++ {
+		at := t0.Add(time.Duration(h) * time.Hour)
+		batch := []*agentrunner.StoredFile{
+			fileAt("r1", agentrunner.FileArtifact, fmt.Sprintf("a%d.md", h), at),
+			fileAt("r1", agentrunner.FilePrompt, fmt.Sprintf("p%d.md", h), at.Add(time.Minute)),
+			fileAt("r1", agentrunner.FileValidation, fmt.Sprintf("v%d.txt", h), at.Add(2*time.Minute)),
+		}
+		if h == 3 {
+			batch[2].CreatedAt = at.Add(-30 * time.Minute) // behind the prompt committed ahead of it
+		}
+		mustApply(t, s, &agentrunner.Change{Files: batch})
+		files = append(files, batch...)
+	}
+	for h := 1; h <= 6; h++ {
+		before := t0.Add(time.Duration(h)*time.Hour + 30*time.Second)
+		if _, err := s.PruneFiles(ctx, before, agentrunner.FilePrompt, agentrunner.FileValidation); err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		stop := slices.IndexFunc(files, func(f *agentrunner.StoredFile) bool { return !f.CreatedAt.Before(before) })
+		if stop < 0 {
+			stop = len(files) - 1 // the newest is never pruned
+		}
+		for i, f := range files {
+			if f.Kind == agentrunner.FileArtifact || !f.CreatedAt.Before(before) || i >= stop {
+				want = append(want, "r1/"+string(f.Kind)+"/"+f.Name)
+			}
+		}
+		got := fileNames(t, s, "r1")
+		slices.Sort(want)
+		slices.Sort(got)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("after the prune before %s (-want +got):\n%s", before.Format(time.TimeOnly), diff)
+		}
+	}
+}
+
+// testPruneEventsSince: after a prune, the filter by time still finds
+// every event kept at or after its time, one stamped out of order
+// included, and nothing before it.
+func testPruneEventsSince(t *testing.T, s agentrunner.Store) {
+	ctx := context.Background()
+	var evs []*agentrunner.Event
+	for m := 0; m < 30; m++ {
+		e := &agentrunner.Event{Timestamp: t0.Add(time.Duration(m) * time.Minute), Type: "a", Level: agentrunner.LevelInfo}
+		if m == 20 {
+			e.Timestamp = t0.Add(12*time.Minute + 30*time.Second) // committed after later ones
+		}
+		evs = append(evs, e)
+		mustApply(t, s, &agentrunner.Change{Events: []*agentrunner.Event{e}})
+	}
+	if _, err := s.PruneEvents(ctx, t0.Add(10*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	for _, since := range []time.Duration{0, 5 * time.Minute, 10 * time.Minute, 12 * time.Minute, 13 * time.Minute, 29 * time.Minute, time.Hour} {
+		at := t0.Add(since)
+		var want, got []int64
+		for _, e := range evs {
+			if e.ID >= evs[10].ID && !e.Timestamp.Before(at) {
+				want = append(want, e.ID)
+			}
+		}
+		page, err := s.Events(ctx, agentrunner.EventFilter{Since: at})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range page {
+			got = append(got, e.ID)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("events since %s after the prune (-want +got):\n%s", at.Format(time.TimeOnly), diff)
+		}
 	}
 }

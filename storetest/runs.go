@@ -29,6 +29,8 @@ var runTests = []struct {
 	{"StoredFilesRoundTripAndLatest", testFiles},
 	{"StoredFilesAreCommittedWithTheChange", testFilesAtomic},
 	{"PruneFilesKeepsArtifacts", testPruneFiles},
+	{"PruneFilesPassAfterPass", testPruneFilesInPasses},
+	{"PruneEventsKeepsTheFilterByTime", testPruneEventsSince},
 	{"MailboxDepositsReplaceInPlaceAndKeepTheNewest", testMail},
 	{"MailboxDepositsOfOneBatchAreAllKept", testMailBatch},
 	{"MailboxDepositsAreCommittedWithTheChange", testMailAtomic},
