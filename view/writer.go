@@ -23,8 +23,9 @@ type Writer struct {
 	mu      sync.Mutex
 	pending map[string]func()
 	order   []string
-	busy    bool // a goroutine drains the queue
-	held    bool // Hold: the background writes nothing
+	writing string // the path whose view is being written, if any
+	busy    bool   // a goroutine drains the queue
+	held    bool   // Hold: the background writes nothing
 }
 
 // NewWriter returns an empty Writer.
@@ -55,9 +56,18 @@ func (w *Writer) Add(path string, write func()) {
 
 // Settle writes the pending view of path, if there is one, before it
 // returns; a view of path being written when it is called is written
-// when it returns.
+// when it returns. A path with nothing pending returns at once, without
+// waiting for the view of another path being written: an agent about to
+// start does not wait for the previous step's view.
 func (w *Writer) Settle(path string) {
 	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	_, pending := w.pending[path]
+	idle := !pending && w.writing != path
+	w.mu.Unlock()
+	if idle {
 		return
 	}
 	w.io.Lock()
@@ -132,7 +142,9 @@ func (w *Writer) nextIn(background bool) bool {
 	for write == nil && len(w.order) > 0 {
 		path := w.order[0]
 		w.order = w.order[1:]
-		write = w.pending[path]
+		if write = w.pending[path]; write != nil {
+			w.writing = path
+		}
 		delete(w.pending, path)
 	}
 	if write == nil {
@@ -146,5 +158,8 @@ func (w *Writer) nextIn(background bool) bool {
 		return false
 	}
 	write()
+	w.mu.Lock()
+	w.writing = ""
+	w.mu.Unlock()
 	return true
 }

@@ -162,3 +162,29 @@ func TestAHeldWriterWritesOnlyWhatIsSettledOrFlushed(t *testing.T) {
 		t.Errorf("writes (-want +got):\n%s", diff)
 	}
 }
+
+// TestSettleWaitsOnlyForItsOwnPath: while the view of one path is being
+// written, Settle of another path with nothing pending returns at once
+// (an agent about to start never waits for an unrelated view), and
+// Settle of the path being written returns once it is written.
+func TestSettleWaitsOnlyForItsOwnPath(t *testing.T) {
+	w := NewWriter()
+	release := w.Hold()
+	started, finish := make(chan struct{}), make(chan struct{})
+	var written sync.WaitGroup
+	written.Add(1)
+	w.Add("a", func() { close(started); <-finish; written.Done() })
+	release()
+	<-started // a's view is being written in the background
+	w.Settle("b")
+	settled := make(chan struct{})
+	go func() { w.Settle("a"); close(settled) }()
+	select {
+	case <-settled:
+		t.Fatal("Settle of the path being written returned before its view was written")
+	default:
+	}
+	close(finish)
+	<-settled
+	written.Wait()
+}
