@@ -20,10 +20,28 @@ type File struct {
 	Path string
 }
 
-// Beat records that the runner is alive at t.
+// Beat records that the runner is alive at t. The time has a fixed width
+// and overwrites the last one in place: truncating the file would free its
+// block and allocate another at every beat.
 func (f File) Beat(t time.Time) error {
-	return os.WriteFile(f.Path, []byte(t.UTC().Format(time.RFC3339Nano)+"\n"), 0o644)
+	line := t.UTC().Format(beatLayout) + "\n"
+	file, err := os.OpenFile(f.Path, os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = file.WriteAt([]byte(line), 0)
+	if fi, serr := file.Stat(); err == nil && serr == nil && fi.Size() > int64(len(line)) {
+		err = file.Truncate(int64(len(line))) // a longer line of another version
+	}
+	if cerr := file.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
+
+// beatLayout is RFC 3339 with all nine digits of the nanoseconds, so that
+// every beat has the same width.
+const beatLayout = "2006-01-02T15:04:05.000000000Z07:00"
 
 // Last returns the time of the last beat; zero when there was none, or
 // when a crash of the machine left the file empty.

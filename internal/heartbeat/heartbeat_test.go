@@ -49,3 +49,19 @@ func TestLastOfABrokenFile(t *testing.T) {
 		})
 	}
 }
+
+// TestABeatOverwritesALongerOne: a beat written in place over a longer
+// line (another version's) leaves only the new time.
+func TestABeatOverwritesALongerOne(t *testing.T) {
+	f := heartbeat.File{Path: filepath.Join(t.TempDir(), "alive")}
+	if err := os.WriteFile(f.Path, []byte(strings.Repeat("9", 80)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 22, 14, 0, 0, 0, time.UTC)
+	if err := f.Beat(at); err != nil {
+		t.Fatal(err)
+	}
+	if last, err := f.Last(); err != nil || !last.Equal(at) {
+		t.Fatalf("Last: %v, %v; want %v", last, err, at)
+	}
+}
