@@ -24,8 +24,18 @@ import (
 // commit (a cycle of n steps has n+1 transitions). BenchmarkStep/publish
 // minus this is the engine's own cost, if the engine wrote the view on the
 // step's path (it writes it in the background).
-func BenchmarkDurabilityFloor(b *testing.B) {
+func BenchmarkDurabilityFloor(b *testing.B) { benchFloor(b, newFloor(b)) }
+
+// BenchmarkDurabilityFloorOnRead is BenchmarkDurabilityFloor without the
+// view, the floor of BenchmarkStep/publish-on-read: a pipeline with views
+// on read writes no file for an artifact nobody reads.
+func BenchmarkDurabilityFloorOnRead(b *testing.B) {
 	f := newFloor(b)
+	f.noView = true
+	benchFloor(b, f)
+}
+
+func benchFloor(b *testing.B, f *floor) {
 	user0, sys0, cpuOK := cputime.Self()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -70,6 +80,7 @@ type floor struct {
 	store      *sqlite.Store
 	body       []byte
 	n          int
+	noView     bool // views on read: no file for the artifact
 }
 
 func newFloor(b *testing.B) *floor {
@@ -108,6 +119,9 @@ func (f *floor) step(b *testing.B) {
 	}
 	if err := f.store.Apply(context.Background(), &agentrunner.Change{Events: []*agentrunner.Event{ev}, Files: files}); err != nil {
 		b.Fatal(err)
+	}
+	if f.noView {
+		return
 	}
 	if err := atomicfile.Replace(filepath.Join(f.cycle, fmt.Sprintf("out%d.md", i%benchSteps)), data, 0o644); err != nil {
 		b.Fatal(err)

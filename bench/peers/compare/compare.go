@@ -41,6 +41,15 @@ func (cfg config) stepBench() string {
 	return "BenchmarkStep/" + cmp.Or(cfg.step, defaultStep)
 }
 
+// floorBench is the floor of the step cfg compares: with views on read,
+// no view is written.
+func (cfg config) floorBench() string {
+	if cfg.step == "publish-on-read" {
+		return floorBench + "OnRead"
+	}
+	return floorBench
+}
+
 // engineRun is what one run of the engine's benchmarks measured, in ms:
 // per step, per fsync and per step of the floor.
 type engineRun struct{ step, fsync, floor float64 }
@@ -122,7 +131,7 @@ func runPair(ctx context.Context, cfg config, peerFirst bool) (pair, error) {
 // so one pattern cannot pick a sub-benchmark of one and the other whole.
 func (cfg config) benchPatterns() []string {
 	step := "^BenchmarkStep$/^" + regexp.QuoteMeta(cmp.Or(cfg.step, defaultStep)) + "$"
-	return []string{step, "^" + fsyncBench + "$", "^" + floorBench + "$"}
+	return []string{step, "^" + fsyncBench + "$", "^" + cfg.floorBench() + "$"}
 }
 
 // runEngine runs the step, fsync and floor benchmarks in cfg.dir, where
@@ -139,7 +148,7 @@ func runEngine(ctx context.Context, cfg config) (engineRun, error) {
 		}
 		out.WriteString(o)
 	}
-	return parseEngine(out.String(), cfg.stepBench())
+	return parseEngine(out.String(), cfg.stepBench(), cfg.floorBench())
 }
 
 // runPeer runs lg_bench.mjs durably on a fresh database in cfg.dir.
@@ -174,7 +183,7 @@ func output(cmd *exec.Cmd) (string, error) {
 
 // parseEngine returns the ms per op of stepBench, fsyncBench and
 // floorBench from the output of the engine's test binary.
-func parseEngine(out, stepBench string) (engineRun, error) {
+func parseEngine(out, stepBench, floorBench string) (engineRun, error) {
 	ms := map[string]float64{}
 	for line := range strings.Lines(out) {
 		f := strings.Fields(line)

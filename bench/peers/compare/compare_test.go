@@ -157,7 +157,7 @@ func TestParseEngine(t *testing.T) {
 		{name: "bad figure", out: "BenchmarkFsync-2 10 NaN ns/op\n", err: `engine benchmark line "BenchmarkFsync-2 10 NaN ns/op": bad ns/op`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := parseEngine(tc.out, "BenchmarkStep/publish")
+			got, err := parseEngine(tc.out, "BenchmarkStep/publish", floorBench)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("err = %v, want one containing %q", err, tc.err)
@@ -226,19 +226,20 @@ func TestSpreadOf(t *testing.T) {
 }
 
 // TestStepChoosesTheSubBenchmark: -step picks which BenchmarkStep is run
-// and read; by default, publish.
+// and read, by default publish, and the floor that goes with it: views on
+// read write no view.
 func TestStepChoosesTheSubBenchmark(t *testing.T) {
-	for _, tc := range []struct{ step, pattern, name string }{
-		{"", "^BenchmarkStep$/^publish$", "BenchmarkStep/publish"},
-		{"publish-on-read", "^BenchmarkStep$/^publish-on-read$", "BenchmarkStep/publish-on-read"},
+	for _, tc := range []struct{ step, pattern, name, floor string }{
+		{"", "^BenchmarkStep$/^publish$", "BenchmarkStep/publish", "BenchmarkDurabilityFloor"},
+		{"publish-on-read", "^BenchmarkStep$/^publish-on-read$", "BenchmarkStep/publish-on-read", "BenchmarkDurabilityFloorOnRead"},
 	} {
 		cfg := config{step: tc.step}
-		if got := cfg.benchPatterns()[0]; got != tc.pattern {
-			t.Errorf("step %q: pattern %q, want %q", tc.step, got, tc.pattern)
+		if got := cfg.benchPatterns(); got[0] != tc.pattern || got[2] != "^"+tc.floor+"$" {
+			t.Errorf("step %q: patterns %q, want %q and the floor %q", tc.step, got, tc.pattern, tc.floor)
 		}
-		out := tc.name + "-2 10 2000000 ns/op\nBenchmarkFsync-2 10 500000 ns/op\nBenchmarkDurabilityFloor-2 10 1000000 ns/op\n"
-		if got, err := parseEngine(out, cfg.stepBench()); err != nil || got.step != 2 {
-			t.Errorf("step %q: parsed %+v, %v; want 2 ms per step", tc.step, got, err)
+		out := tc.name + "-2 10 2000000 ns/op\nBenchmarkFsync-2 10 500000 ns/op\n" + tc.floor + "-2 10 1000000 ns/op\n"
+		if got, err := parseEngine(out, cfg.stepBench(), cfg.floorBench()); err != nil || got.step != 2 || got.floor != 1 {
+			t.Errorf("step %q: parsed %+v, %v; want 2 ms per step, 1 of the floor", tc.step, got, err)
 		}
 	}
 }
