@@ -98,7 +98,10 @@ func (s *Scheduler) begin(ch *agentrunner.Change, rs *runState) {
 // A directory is a view of its run, not its record: it is made after the
 // commit, so a crash before it leaves no directory of a run the store
 // never had (which would make the id allocator pass its id over), without
-// an fsync, and a step kind makes it again if a crash lost it.
+// an fsync, and a step kind makes it again if a crash lost it. It is made
+// in the background, as the views are (the first of which it precedes):
+// on a busy file system a directory costs as much as a step's commit. An
+// agent that works with files settles it before it starts.
 func (s *Scheduler) makeDirs(us []*unit, errs []error) {
 	for i, u := range us {
 		for _, id := range u.runs {
@@ -106,11 +109,13 @@ func (s *Scheduler) makeDirs(us []*unit, errs []error) {
 			if !ok || errs[i] != nil {
 				continue
 			}
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				// The step kinds make it when they publish into it; a
-				// failure that lasts fails their attempts, with the reason.
-				s.log.Warn("creating a run's directory", "run", id, "dir", dir, "error", err)
-			}
+			s.opts.Views.Add(dir, func() {
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					// The step kinds make it when they publish into it; a
+					// failure that lasts fails their attempts, with the reason.
+					s.log.Warn("creating a run's directory", "run", id, "dir", dir, "error", err)
+				}
+			})
 		}
 	}
 }

@@ -81,3 +81,38 @@ func TestPendingViewsAreWrittenBeforeTheAgentReadsThem(t *testing.T) {
 		t.Errorf("%d views still pending, want both settled", n)
 	}
 }
+
+// TestAFileAgentFindsItsRunDirectory: the scheduler makes a run's
+// directory in the background; an agent that works with files (it may
+// write in its run's directory) starts only once the directory is there,
+// even while the background is behind.
+func TestAFileAgentFindsItsRunDirectory(t *testing.T) {
+	e := newEnv(t)
+	views := view.NewWriter()
+	release := views.Hold()
+	defer release()
+	if err := os.RemoveAll(e.run.Dir); err != nil {
+		t.Fatal(err)
+	}
+	views.Add(e.run.Dir, func() { os.MkdirAll(e.run.Dir, 0o755) })
+	var found error
+	rt := agentFunc(func(ctx context.Context, inv *agentrunner.Invocation) (*agentrunner.RunResult, error) {
+		_, found = os.Stat(inv.CycleDir)
+		return e.mock.Run(ctx, inv)
+	})
+	k, err := New(Options{Workspace: e.ws, Mailboxes: e.boxes, Store: e.store, Clock: e.clock, Views: views,
+		Runtimes: map[string]agentrunner.Runtime{"mock": rt}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := e.attempt(t)
+	s := e.ws.Config.Pipeline.Steps["plan"] // no input from its run: nothing read makes the directory
+	a.Step = &agentrunner.Step{ID: s.ID, Kind: agentrunner.KindAgent, Config: s}
+	a.StepRun.Step, a.Attempt.Step, a.Attempt.Agent = s.ID, s.ID, s.Agent
+	if _, err := k.Run(context.Background(), a); err != nil {
+		t.Fatal(err)
+	}
+	if found != nil {
+		t.Errorf("the agent's run directory, while its making was pending: %v", found)
+	}
+}

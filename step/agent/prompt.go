@@ -348,10 +348,18 @@ func (k *Kind) reportChildToolCalls(ctx context.Context, run *agentrunner.Run, s
 // attemptFolder makes an attempt's folder, whose parent (the run's folder
 // of attempts) exists but for the run's first attempt: one system call in
 // the common case. An agent that works in memory gets none: its runtime
-// makes it if it keeps files there (a model agent's exchanges).
+// makes it if it keeps files there (a model agent's exchanges). An agent
+// that works with files may also use its run's directory, which the
+// scheduler makes in the background: it is settled first.
 func (at *attempt) attemptFolder() error {
 	if at.inMemory {
 		return nil
+	}
+	if run := at.sa.RunDir; run != "" {
+		at.k.opts.Views.Settle(run)
+		if err := os.MkdirAll(run, 0o755); err != nil {
+			return err
+		}
 	}
 	dir := at.sa.Dir
 	err := os.Mkdir(dir, 0o755)
