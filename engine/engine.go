@@ -57,6 +57,9 @@ type Options struct {
 	// ones keep theirs. An error refuses the reload. nil: such a reload
 	// needs a restart.
 	BuildRuntimes func(cfg *config.Config) (map[string]agentrunner.Runtime, error)
+	// ToolNames, if set, lists the tools registered in the runtimes' tool
+	// registry: spec 5's agents get the tools of the MCP servers they name.
+	ToolNames func() []string
 	// Exec is the Execution Service; required when a pipeline has an
 	// execution step.
 	Exec ExecutionService
@@ -238,7 +241,7 @@ func (e *Engine) backlogKinds(ws *workspace.Workspace, agents *agent.Kind, kinds
 	if ws.Config.Backlog == nil {
 		return nil
 	}
-	states, err := stateagent.New(stateagent.Options{Workspace: ws, Agents: agents, Store: e.store})
+	states, err := stateagent.New(stateagent.Options{Workspace: ws, Agents: agents, Store: e.store, ToolNames: e.opts.ToolNames})
 	if err != nil {
 		return err
 	}

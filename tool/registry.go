@@ -89,6 +89,9 @@ func (r *Registry) lookup(name string) *entry {
 	return r.tools[name]
 }
 
+// Names returns the names of the registered tools, sorted.
+func (r *Registry) Names() []string { return r.names() }
+
 func (r *Registry) names() []string {
 	r.mu.RLock()
 	defer r.mu.RUnlock()

@@ -56,6 +56,9 @@ type Deps struct {
 	// and a call says that sub-agents do not run in this process (a
 	// process agent's tools over agentrunner mcp).
 	Subagents *subagent.Launcher
+	// Servers are MCP servers to connect even when no wanted tool comes
+	// from them: spec 5's agents name servers, whose tools they all get.
+	Servers []string
 }
 
 // Kind is one kind of tool: what its section in the configuration holds,
@@ -302,7 +305,7 @@ func Build(ctx context.Context, cfg *config.Config, only []string, d Deps) (*Box
 	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.MCPServers)) {
 		m := cfg.MCPServers[name]
-		if m == nil || !usedServer(m, only) {
+		if m == nil || !usedServer(m, only) && !slices.Contains(d.Servers, name) {
 			continue
 		}
 		if err := box.connect(ctx, m, d); err != nil {

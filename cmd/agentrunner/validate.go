@@ -69,6 +69,9 @@ authenticated request (listing the models, a one-result search); a key refused w
 				problems = append(problems, ep...)
 			}
 			deps := toolbox.Deps{LookupEnv: res.Lookup, Now: time.Now}
+			if ws != nil {
+				deps.Servers = stateAgentServers(ws)
+			}
 			if es != nil {
 				deps.Account = es
 			}
@@ -97,6 +100,9 @@ authenticated request (listing the models, a one-result search); a key refused w
 				return failureError(once)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s is valid: %d agents", path, len(ws.Agents))
+			if ws.StateAgents != nil {
+				fmt.Fprintf(cmd.OutOrStdout(), ", %d backlog agents", len(ws.StateAgents.Agents()))
+			}
 			if cfg.HasLoop() {
 				var stages []string
 				for _, st := range cfg.LoopStages() {

@@ -24,6 +24,7 @@ import (
 	"github.com/agentrunner/agentrunner/secrets"
 	"github.com/agentrunner/agentrunner/sqlite"
 	"github.com/agentrunner/agentrunner/step/execution"
+	"github.com/agentrunner/agentrunner/step/stateagent"
 	"github.com/agentrunner/agentrunner/subagent"
 	"github.com/agentrunner/agentrunner/tool"
 	"github.com/agentrunner/agentrunner/toolbox"
@@ -228,6 +229,22 @@ func processToolKeys(cfg *config.Config, provider string) config.Problems {
 	return problems
 }
 
+// stateAgentServers are the MCP servers spec 5's agents name when they
+// run on a model provider: they get every tool of those servers.
+func stateAgentServers(ws *workspace.Workspace) []string {
+	cfg := ws.Config
+	if ws.StateAgents == nil || cfg.Backlog == nil || !stateagent.CallsTools(cfg) {
+		return nil
+	}
+	seen := map[string]bool{}
+	for _, a := range ws.StateAgents.Agents() {
+		for _, s := range a.MCPServers {
+			seen[s] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
+
 // buildExec returns the Execution Service client, or nil when none is
 // configured. A configured token variable must be set (FR-139).
 func buildExec(cfg *config.Config, lookupEnv func(string) (string, bool)) (*execsvc.Client, error) {
@@ -362,7 +379,8 @@ func openRunner(ctx context.Context, ws *workspace.Workspace, clock agentrunner.
 	// The sub-agents' launcher is bound to the engine once it is built,
 	// after the tools.
 	subagents := subagent.NewLauncher()
-	deps := toolbox.Deps{LookupEnv: lookupEnv, Now: clock.Now, Capsules: r.store, Todos: r.store, Subagents: subagents}
+	deps := toolbox.Deps{LookupEnv: lookupEnv, Now: clock.Now, Capsules: r.store, Todos: r.store, Subagents: subagents,
+		Servers: stateAgentServers(ws)}
 	if es != nil {
 		deps.Account = es
 	}
@@ -407,6 +425,7 @@ func openRunner(ctx context.Context, ws *workspace.Workspace, clock agentrunner.
 		BuildRuntimes: func(next *config.Config) (map[string]agentrunner.Runtime, error) {
 			return r.rebuildRuntimes(next, clock, lookupEnv, onEvent)
 		},
+		ToolNames: r.box.Registry.Names,
 	}
 	if es != nil {
 		opts.Exec = es

@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strings"
 
 	"github.com/agentrunner/agentrunner"
 	"github.com/agentrunner/agentrunner/agentdef"
@@ -34,12 +35,16 @@ type Store interface {
 	StepRuns(ctx context.Context, f agentrunner.StepRunFilter) ([]*agentrunner.StepRun, error)
 }
 
-// Options are what a Kind needs; all are required.
+// Options are what a Kind needs; all are required but ToolNames.
 type Options struct {
 	Workspace *workspace.Workspace
 	// Agents runs the chosen agent.
 	Agents *agent.Kind
 	Store  Store
+	// ToolNames lists the registered tools, of which an agent gets those
+	// of the MCP servers it names (by their prefix). Nil: no tool is
+	// registered, and an agent that names a server cannot run.
+	ToolNames func() []string
 }
 
 // Kind runs state steps.
@@ -95,7 +100,11 @@ func (k *Kind) Run(ctx context.Context, a *agentrunner.StepAttempt) (*agentrunne
 		return &agentrunner.StepResult{}, err
 	}
 	kind := workspace.OutputKind(def)
-	res, data, err := k.opts.Agents.RunAssigned(ctx, a, agent.Assigned{Agent: k.agentFor(def), Prompt: text, WorkDir: sub.workDir})
+	assigned, err := k.agentFor(def)
+	if err != nil {
+		return &agentrunner.StepResult{}, err
+	}
+	res, data, err := k.opts.Agents.RunAssigned(ctx, a, agent.Assigned{Agent: assigned, Prompt: text, WorkDir: sub.workDir})
 	res.Events = append([]*agentrunner.Event{k.event(a, def.ID, EventAgentChosen, agentrunner.LevelInfo, map[string]any{
 		"state": s.State, "agent": def.ID, "variant": why.Variant, "why": why.Why, "workdir": sub.workDir,
 	})}, res.Events...)
@@ -143,8 +152,9 @@ func (k *Kind) judge(a *agentrunner.StepAttempt, state, agentID string, art *age
 }
 
 // agentFor is the workspace agent the agent kind runs for def: on the
-// backlog's provider, writing <type>.md, checked by agentout.
-func (k *Kind) agentFor(def *agentdef.Agent) *workspace.Agent {
+// backlog's provider, writing <type>.md, checked by agentout, with the
+// tools of the MCP servers def names.
+func (k *Kind) agentFor(def *agentdef.Agent) (*workspace.Agent, error) {
 	cfg := k.opts.Workspace.Config
 	b := cfg.Backlog
 	kind := workspace.OutputKind(def)
@@ -162,7 +172,50 @@ func (k *Kind) agentFor(def *agentdef.Agent) *workspace.Agent {
 	if ca.MaxTurns == 0 {
 		ca.MaxTurns = max(b.MaxTurns, cfg.Defaults.MaxTurns)
 	}
-	return &workspace.Agent{Agent: ca, Contract: contract{kind: kind}}
+	tools, err := k.serverTools(def)
+	ca.Tools = tools
+	return &workspace.Agent{Agent: ca, Contract: contract{kind: kind}}, err
+}
+
+// CallsTools reports whether the backlog's agents run on a model provider,
+// whose conversation calls the runner's tools. A mock agent calls none; a
+// coding-agent CLI (the process provider) connects to the MCP servers of
+// its own configuration.
+func CallsTools(cfg *config.Config) bool {
+	p := cfg.Providers[cfg.BacklogProvider()]
+	return p != nil && (p.Kind == config.ProviderOpenAI || p.Kind == config.ProviderAnthropic)
+}
+
+// serverTools lists the registered tools of the MCP servers def names:
+// those whose names carry a server's prefix. A server with none (it was
+// not connected, or offers nothing this runner imported) is a
+// configuration error, not an agent quietly without its tools.
+func (k *Kind) serverTools(def *agentdef.Agent) ([]string, error) {
+	cfg := k.opts.Workspace.Config
+	if len(def.MCPServers) == 0 || !CallsTools(cfg) {
+		return nil, nil
+	}
+	var names []string
+	if k.opts.ToolNames != nil {
+		names = k.opts.ToolNames()
+	}
+	var tools []string
+	for _, server := range def.MCPServers {
+		m := cfg.MCPServers[server]
+		if m == nil {
+			return nil, agentrunner.Fail(agentrunner.ClassConfig, "agent %s names MCP server %q, which the configuration does not declare", def.ID, server)
+		}
+		n := len(tools)
+		for _, name := range names {
+			if strings.HasPrefix(name, m.Prefix) {
+				tools = append(tools, name)
+			}
+		}
+		if len(tools) == n {
+			return nil, agentrunner.Fail(agentrunner.ClassConfig, "agent %s names MCP server %q, but no tool of it is registered in this runner (prefix %q)", def.ID, server, m.Prefix)
+		}
+	}
+	return tools, nil
 }
 
 // outputPath is where the agent kind asks a file-writing agent to write.
