@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/agentrunner/agentrunner/archive"
 	"log/slog"
 	"maps"
 	"slices"
@@ -165,8 +166,9 @@ func (e *Engine) scheduler(pipelines map[string]*agentrunner.Pipeline) (*schedul
 			}
 			return ws.Layout.Run(pipeline, id)
 		},
-		AttemptDir: ws.Layout.Attempt,
-		Alert:      e.alert, Inject: e.inject, BeforeViews: e.opts.BeforeViews,
+		AttemptDir:  ws.Layout.Attempt,
+		ArchivePath: func(pipeline, id string) string { return archive.Path(ws.Layout.History(), pipeline, id) },
+		Alert:       e.alert, Inject: e.inject, BeforeViews: e.opts.BeforeViews,
 		ViewsChecked: &e.viewsChecked, Views: e.views,
 		Mailboxes: boxes, Agents: slices.Sorted(maps.Keys(cfg.Agents)),
 		Followers: map[string]agentrunner.RunFollower{},

@@ -12,9 +12,10 @@ import (
 )
 
 // idAllocator makes run ids in each pipeline's format. Ids are unique in
-// the workspace: a candidate that the store or a directory already has is
-// passed over (a run lost when an older backup was restored leaves its
-// directory; its files are not the new run's).
+// the workspace: a candidate that the store, a directory or an archive
+// already has is passed over (a run lost when an older backup was
+// restored leaves its directory, or its archive; its files are not the
+// new run's).
 type idAllocator struct {
 	store Store
 	clock agentrunner.Clock
@@ -26,8 +27,9 @@ func newIDAllocator(store Store, clock agentrunner.Clock) *idAllocator {
 	return &idAllocator{store: store, clock: clock, last: map[string]string{}}
 }
 
-// next returns a free id for a new run of p; dir names a run's directory.
-func (a *idAllocator) next(ctx context.Context, p *agentrunner.Pipeline, dir func(id string) string) (string, error) {
+// next returns a free id for a new run of p; paths names the files a run
+// of an id would have (its directory, its archive).
+func (a *idAllocator) next(ctx context.Context, p *agentrunner.Pipeline, paths func(id string) []string) (string, error) {
 	last, ok := a.last[p.Name]
 	if !ok {
 		runs, err := a.store.Runs(ctx, agentrunner.RunFilter{Pipeline: p.Name, Limit: 1})
@@ -39,7 +41,7 @@ func (a *idAllocator) next(ctx context.Context, p *agentrunner.Pipeline, dir fun
 		}
 	}
 	for id := a.after(p, last); ; id = a.after(p, id) {
-		taken, err := a.taken(ctx, id, dir(id))
+		taken, err := a.taken(ctx, id, paths(id))
 		if err != nil {
 			return "", err
 		}
@@ -50,9 +52,11 @@ func (a *idAllocator) next(ctx context.Context, p *agentrunner.Pipeline, dir fun
 	}
 }
 
-func (a *idAllocator) taken(ctx context.Context, id, dir string) (bool, error) {
-	if _, err := os.Lstat(dir); err == nil {
-		return true, nil
+func (a *idAllocator) taken(ctx context.Context, id string, paths []string) (bool, error) {
+	for _, path := range paths {
+		if _, err := os.Lstat(path); err == nil {
+			return true, nil
+		}
 	}
 	_, err := a.store.Run(ctx, id)
 	switch agentrunner.ErrorCode(err) {

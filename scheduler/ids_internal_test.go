@@ -31,9 +31,10 @@ func TestRunIDsFollowOnAcrossRestarts(t *testing.T) {
 	clock := clocktest.New(time.Date(2026, 11, 24, 23, 59, 30, 0, time.UTC))
 	dirs := t.TempDir()
 	dir := func(id string) string { return filepath.Join(dirs, id) }
+	archived := func(id string) string { return filepath.Join(dirs, "history", id+".tar.gz") }
 	next := func(a *idAllocator, p *agentrunner.Pipeline) string {
 		t.Helper()
-		id, err := a.next(ctx, p, dir)
+		id, err := a.next(ctx, p, func(id string) []string { return []string{dir(id), archived(id)} })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -59,11 +60,19 @@ func TestRunIDsFollowOnAcrossRestarts(t *testing.T) {
 	}
 	a = newIDAllocator(store, clock)
 	got = append(got, next(a, flow), next(a, flow))
+	// A run archived, then lost with the store's restore: its archive
+	// keeps its id.
+	os.MkdirAll(filepath.Dir(archived("review-000003")), 0o755)
+	if err := os.WriteFile(archived("review-000003"), []byte("archive"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, next(a, review))
 	want := []string{
 		"2026-11-24-001", "2026-11-24-002", "20261124_235930", "20261124_235931", "review-000001",
 		"2026-11-24-003", "20261124_235932", "review-000002",
 		"2026-11-25-001",
 		"2026-11-25-003", "2026-11-25-004",
+		"review-000004",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("run ids (-want +got):\n%s", diff)

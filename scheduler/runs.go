@@ -52,7 +52,13 @@ func (s *Scheduler) room(p *agentrunner.Pipeline) bool {
 
 // newRun creates a run of p, queued when queue is set, else running.
 func (s *Scheduler) newRun(ctx context.Context, ch *agentrunner.Change, p *agentrunner.Pipeline, inputs map[string]any, parent string, queue bool) (string, error) {
-	id, err := s.ids.next(ctx, p, func(id string) string { return s.opts.RunDir(p.Name, id) })
+	id, err := s.ids.next(ctx, p, func(id string) []string {
+		paths := []string{s.opts.RunDir(p.Name, id)}
+		if s.opts.ArchivePath != nil {
+			paths = append(paths, s.opts.ArchivePath(p.Name, id))
+		}
+		return paths
+	})
 	if err != nil {
 		return "", err
 	}

@@ -64,6 +64,9 @@ type Options struct {
 	// attempt n of a step of a run.
 	RunDir     func(pipeline, id string) string
 	AttemptDir func(runID, step string, n int) string
+	// ArchivePath, if set, is where a run's archive would be: an id whose
+	// archive exists is not given to a new run.
+	ArchivePath func(pipeline, id string) string
 	// MaxAttempts bounds the attempts running at once, across every run
 	// and pipeline; 0 means 64.
 	MaxAttempts int
