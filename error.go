@@ -28,6 +28,9 @@ const (
 	// EMETHOD: the path exists but not with the request's method; the
 	// answer's Allow header lists the methods it has.
 	EMETHOD = "method_not_allowed"
+	// ETOOMANY: the caller is refused for a while, after too many refused
+	// credentials.
+	ETOOMANY = "too_many_requests"
 )
 
 // Error is agentrunner's error type: a code for programs and a message for

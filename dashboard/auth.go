@@ -100,11 +100,15 @@ func (d *Dashboard) handleLogin(w http.ResponseWriter, r *http.Request) {
 		d.render(w, r, nil, http.StatusBadRequest, "login", "Sign in", loginView{Next: next, Error: "enter an API key or a JWT"})
 		return
 	}
-	check := &http.Request{Header: http.Header{"Authorization": {"Bearer " + cred}}}
+	check := &http.Request{Header: http.Header{"Authorization": {"Bearer " + cred}}, RemoteAddr: r.RemoteAddr}
 	p, err := auth.Authenticate(check)
 	if err != nil {
 		d.log.Warn("dashboard login refused", "remote", r.RemoteAddr, "reason", agentrunner.ErrorMessage(err))
-		d.render(w, r, nil, http.StatusUnauthorized, "login", "Sign in", loginView{Next: next, Error: "that API key or token is not accepted: " + agentrunner.ErrorMessage(err)})
+		status := http.StatusUnauthorized
+		if agentrunner.ErrorCode(err) == agentrunner.ETOOMANY {
+			status = http.StatusTooManyRequests
+		}
+		d.render(w, r, nil, status, "login", "Sign in", loginView{Next: next, Error: "that API key or token is not accepted: " + agentrunner.ErrorMessage(err)})
 		return
 	}
 	s := d.sessions.newSession(p, d.clock.Now())

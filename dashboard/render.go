@@ -94,6 +94,7 @@ var statusOf = map[string]int{
 	agentrunner.ECONFLICT:      http.StatusConflict,
 	agentrunner.EUNAVAILABLE:   http.StatusServiceUnavailable,
 	agentrunner.EUNAUTHORIZED:  http.StatusUnauthorized,
+	agentrunner.ETOOMANY:       http.StatusTooManyRequests,
 	agentrunner.EFORBIDDEN:     http.StatusForbidden,
 	agentrunner.EUNPROCESSABLE: http.StatusUnprocessableEntity,
 }

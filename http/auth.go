@@ -9,11 +9,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unicode"
@@ -68,7 +71,8 @@ type Principal struct {
 // configured, JWTs. Its credentials change only as a whole, by Replace
 // (a reload that read rotated keys), and it is safe for concurrent use.
 type Authenticator struct {
-	creds atomic.Pointer[credentials]
+	creds   atomic.Pointer[credentials]
+	refused *refusals
 }
 
 // credentials are the keys an Authenticator checks against.
@@ -159,7 +163,7 @@ func NewAuthenticator(auth config.Auth, baseDir string, lookup func(string) (str
 			a.jwtOpts = append(a.jwtOpts, jwt.WithAudience(j.Audience))
 		}
 	}
-	out := &Authenticator{}
+	out := &Authenticator{refused: newRefusals(now)}
 	out.creds.Store(a)
 	return out, nil
 }
@@ -258,6 +262,20 @@ func (a *Authenticator) Authenticate(r *http.Request) (Principal, error) {
 	if !c.enabled() {
 		return Principal{Name: "local", Role: config.RoleAdmin, Via: ViaLoopback}, nil
 	}
+	addr := clientAddr(r)
+	if wait := a.refused.wait(addr); wait > 0 {
+		return Principal{}, agentrunner.Errorf(agentrunner.ETOOMANY,
+			"too many refused credentials from this address: try again in %s", wait.Round(time.Second))
+	}
+	p, err := c.authenticate(r)
+	if err != nil && (len(r.Header.Values("Authorization")) > 0 || len(r.Header.Values(APIKeyHeader)) > 0) {
+		a.refused.add(addr)
+	}
+	return p, err
+}
+
+// authenticate is Authenticate with credentials configured.
+func (c *credentials) authenticate(r *http.Request) (Principal, error) {
 	authz := r.Header.Values("Authorization")
 	xkey := r.Header.Values(APIKeyHeader)
 	// Sizes first, so nothing long is parsed or hashed.
@@ -426,6 +444,9 @@ func (a *Authenticator) Require(need string, h http.Handler, writeErr func(http.
 		p, err := a.Authenticate(r)
 		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="agentrunner"`)
+			if agentrunner.ErrorCode(err) == agentrunner.ETOOMANY {
+				w.Header().Set("Retry-After", strconv.Itoa(int(refusalWindow/time.Second)))
+			}
 			writeErr(w, r, err)
 			return
 		}
@@ -435,4 +456,73 @@ func (a *Authenticator) Require(need string, h http.Handler, writeErr func(http.
 		}
 		h.ServeHTTP(w, r.WithContext(ContextWithPrincipal(r.Context(), p)))
 	})
+}
+
+// A client address whose credentials were refused maxRefusals times
+// within refusalWindow is refused at once, whatever it sends, until the
+// window that began with the first of them ends: a weak key cannot be
+// guessed at the speed of the network.
+const (
+	maxRefusals   = 10
+	refusalWindow = time.Minute
+	// maxTracked bounds the addresses remembered; past it, the ones whose
+	// window ended are forgotten.
+	maxTracked = 4096
+)
+
+// refusals counts refused credentials by client address.
+type refusals struct {
+	now func() time.Time
+	mu  sync.Mutex
+	by  map[string]refusal
+}
+
+// refusal is an address's refusals in the window that began at since.
+type refusal struct {
+	n     int
+	since time.Time
+}
+
+func newRefusals(now func() time.Time) *refusals {
+	return &refusals{now: now, by: map[string]refusal{}}
+}
+
+// wait is how long addr is still refused at once; 0 if it is not.
+func (l *refusals) wait(addr string) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f, ok := l.by[addr]
+	if !ok || f.n < maxRefusals {
+		return 0
+	}
+	return max(0, f.since.Add(refusalWindow).Sub(l.now()))
+}
+
+// add counts a refusal of addr's credentials.
+func (l *refusals) add(addr string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.now()
+	f := l.by[addr]
+	if now.Sub(f.since) >= refusalWindow {
+		f = refusal{since: now}
+	}
+	f.n++
+	l.by[addr] = f
+	if len(l.by) > maxTracked {
+		for a, g := range l.by {
+			if now.Sub(g.since) >= refusalWindow {
+				delete(l.by, a)
+			}
+		}
+	}
+}
+
+// clientAddr is the address a request came from, without its port.
+func clientAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
 }

@@ -1,6 +1,7 @@
 package http_test
 
 import (
+	"fmt"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
@@ -110,12 +111,14 @@ type authCase struct {
 }
 
 // runAuthCases checks each case, and that no error quotes the presented
-// credential.
+// credential. Each case comes from its own address: the refusals of one
+// are not another's.
 func runAuthCases(t *testing.T, a *arhttp.Authenticator, cases []authCase) {
 	t.Helper()
-	for _, tc := range cases {
+	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			r := httptest.NewRequest(http.MethodGet, "/api/status", nil)
+			r.RemoteAddr = fmt.Sprintf("198.51.100.%d:40000", i%250+1)
 			for k, v := range tc.headers {
 				r.Header.Set(k, v)
 			}
@@ -580,4 +583,52 @@ func TestAuthenticateConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestRefusedCredentialsSlowGuessing: after 10 refused credentials within
+// a minute, an address is refused at once with 429 and Retry-After, even
+// with the right key, until the minute that began with its first refusal
+// ends; another address is not affected, and a request without
+// credentials counts for nothing.
+func TestRefusedCredentialsSlowGuessing(t *testing.T) {
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	env := map[string]string{"OPS_KEY": "right-key-0123456789abcdef"}
+	a, err := arhttp.NewAuthenticator(config.Auth{APIKeys: []config.APIKey{{Name: "ops", Role: config.RoleOperator, KeyEnv: "OPS_KEY"}}}, "",
+		func(k string) (string, bool) { v, ok := env[k]; return v, ok }, func() time.Time { return now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := a.Require(config.RoleViewer, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}), func(w http.ResponseWriter, r *http.Request, err error) {
+		http.Error(w, err.Error(), map[string]int{agentrunner.EUNAUTHORIZED: 401, agentrunner.ETOOMANY: 429}[agentrunner.ErrorCode(err)])
+	})
+	call := func(addr, key string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(http.MethodGet, "/api/status", nil)
+		r.RemoteAddr = addr + ":50000"
+		if key != "" {
+			r.Header.Set("Authorization", "Bearer "+key)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w
+	}
+	for i := 0; i < 20; i++ {
+		call("203.0.113.7", "") // no credentials: not a guess
+	}
+	for i := 0; i < 10; i++ {
+		if w := call("203.0.113.7", fmt.Sprintf("guess-%d", i)); w.Code != http.StatusUnauthorized {
+			t.Fatalf("guess %d: %d, want 401", i, w.Code)
+		}
+		now = now.Add(time.Second)
+	}
+	w := call("203.0.113.7", "right-key-0123456789abcdef")
+	if w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") == "" {
+		t.Fatalf("the right key after 10 refusals: %d, Retry-After %q; want 429 with Retry-After", w.Code, w.Header().Get("Retry-After"))
+	}
+	if w := call("203.0.113.8", "right-key-0123456789abcdef"); w.Code != http.StatusOK {
+		t.Errorf("another address: %d, want 200", w.Code)
+	}
+	now = now.Add(51 * time.Second) // a minute after the first refusal
+	if w := call("203.0.113.7", "right-key-0123456789abcdef"); w.Code != http.StatusOK {
+		t.Errorf("a minute after the first refusal: %d, want 200", w.Code)
+	}
 }

@@ -44,6 +44,7 @@ var statusOf = map[string]int{
 	// refused.
 	agentrunner.EUNPROCESSABLE: http.StatusUnprocessableEntity,
 	agentrunner.EMETHOD:        http.StatusMethodNotAllowed,
+	agentrunner.ETOOMANY:       http.StatusTooManyRequests,
 }
 
 // Server serves the API of one workspace. It reads the store and writes
