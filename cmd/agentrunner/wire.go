@@ -352,7 +352,7 @@ func openRunner(ctx context.Context, ws *workspace.Workspace, clock agentrunner.
 			counts, err := r.store.RunCounts(ctx)
 			return counts.WaitingGates, err
 		},
-		Store: r.store, Pipelines: slices.Collect(maps.Keys(cfg.Graphs())),
+		Store: r.store, Pipelines: slices.Collect(maps.Keys(cfg.Graphs())), PipelineNames: r.pipelineNames,
 		Build: metricsBuild(),
 	})
 	keys, problems := providerKeys(cfg, lookupEnv)
@@ -457,6 +457,16 @@ func unregisteredTools(cfg *config.Config, reg *tool.Registry) config.Problems {
 		}
 	}
 	return problems
+}
+
+// pipelineNames names the pipelines the engine runs now (a reload may
+// add or remove some), or those of the configuration the runner opened
+// before the engine is built.
+func (r *runner) pipelineNames() []string {
+	if r.engine == nil {
+		return slices.Collect(maps.Keys(r.ws.Config.Graphs()))
+	}
+	return slices.Collect(maps.Keys(r.engine.Scheduler().Pipelines()))
 }
 
 // liveConfig is the configuration the engine runs with now, or the one
