@@ -162,7 +162,7 @@ func buildRuntimes(cfg *config.Config, tools *tool.Executor, clock agentrunner.C
 			runtimes[name] = mock.New(mock.Options{Now: clock.Now})
 		case config.ProviderProcess:
 			problems = append(problems, processToolKeys(cfg, name)...)
-			rt, err := process.New(processConfig(cfg, name))
+			rt, err := process.New(processConfig(cfg, name, lookupEnv))
 			if err != nil {
 				problems = append(problems, problem(cfg, "providers."+name, err))
 				continue
@@ -191,10 +191,11 @@ func buildRuntimes(cfg *config.Config, tools *tool.Executor, clock agentrunner.C
 
 // processConfig is the runtime configuration of a process provider: its
 // command, and the environment its agents get, the provider's and each
-// agent's own.
-func processConfig(cfg *config.Config, provider string) process.Config {
+// agent's own, with the passed variables read through lookup (the
+// runner's secrets) at each start.
+func processConfig(cfg *config.Config, provider string, lookup func(string) (string, bool)) process.Config {
 	p := cfg.Providers[provider]
-	pc := process.Config{Command: p.Command, Env: process.Env(p.Env), KillGrace: p.KillGrace.D(), Agents: map[string]process.Env{}}
+	pc := process.Config{Command: p.Command, Env: process.Env(p.Env), KillGrace: p.KillGrace.D(), Agents: map[string]process.Env{}, Lookup: lookup}
 	for name, a := range cfg.Agents {
 		if a != nil && a.Provider == provider {
 			pc.Agents[name] = process.Env(a.Env)
