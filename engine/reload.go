@@ -69,10 +69,12 @@ func (e *Engine) reload() (*scheduler.Reloaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.cfgMu.Lock()
-	e.ws, e.cfg, e.boxes, e.runtimes = ws, ws.Config, boxes, runtimes
-	e.cfgMu.Unlock()
-	return &scheduler.Reloaded{Pipelines: pipelines, Kinds: kinds, Same: samePipelines(cur, ws.Config), Followers: followers, Path: ws.Config.Path}, nil
+	apply := func() {
+		e.cfgMu.Lock()
+		e.ws, e.cfg, e.boxes, e.runtimes = ws, ws.Config, boxes, runtimes
+		e.cfgMu.Unlock()
+	}
+	return &scheduler.Reloaded{Pipelines: pipelines, Kinds: kinds, Same: samePipelines(cur, ws.Config), Followers: followers, Path: ws.Config.Path, Apply: apply}, nil
 }
 
 // samePipelines names the pipelines of next that differ from old's by

@@ -222,6 +222,32 @@ func TestReloadChangesTheLoopsGraphFromTheNextCycle(t *testing.T) {
 	}
 }
 
+// TestReloadRefusesAChangedDocument: the scheduler refuses a reload that
+// moves a pipeline's document, and the engine keeps the configuration it
+// had: nothing of a refused reload is applied.
+func TestReloadRefusesAChangedDocument(t *testing.T) {
+	f := newFixture(t, execsvc.MockOptions{}, nil)
+	f.edit(config.FileName, "\npipeline:\n", "\npipelines:\n  notes:\n    start: note\n    run_id: date-seq\n    max_concurrent_runs: 1\n    document: {file: docs/notes.md, archive: docs/notes}\n"+
+		"    steps:\n      note: {agent: plan, next: end}\n\npipeline:\n")
+	var err error
+	if f.ws, err = f.reload(); err != nil {
+		t.Fatal(err)
+	}
+	e := f.engine()
+	before := e.Config()
+	f.edit(config.FileName, "docs/notes.md", "docs/other.md")
+	f.command(e, agentrunner.CommandReload, "root", nil)
+	if c := f.runOnce(e); c.Status != agentrunner.CycleCompleted {
+		t.Fatalf("cycle %s (%s)", c.Status, c.Error)
+	}
+	if got, want := f.audit(), []string{"reload:ignored: the document of pipeline notes changed: that needs a restart"}; !slices.Equal(got, want) {
+		t.Errorf("audit %q, want %q", got, want)
+	}
+	if e.Config() != before {
+		t.Error("a reload the scheduler refused replaced the engine's configuration")
+	}
+}
+
 // TestReloadWithoutALoader: an engine that cannot reload says so.
 func TestReloadWithoutALoader(t *testing.T) {
 	f := newFixture(t, execsvc.MockOptions{}, nil)

@@ -29,6 +29,11 @@ type Reloaded struct {
 	Followers map[string]agentrunner.RunFollower
 	// Path is the configuration file read.
 	Path string
+	// Apply, if set, is called once the scheduler takes the reload, before
+	// anything runs on it: the loader puts its own part (the configuration
+	// it serves) in place only then, so a reload the scheduler refuses
+	// changes nothing.
+	Apply func()
 }
 
 // reload applies an operator's reload between two passes, so it takes
@@ -56,6 +61,9 @@ func (s *Scheduler) reload(ch *agentrunner.Change, cmd *agentrunner.Command) {
 		s.workspaceEvent(ch, EventCommandIgnored, agentrunner.LevelWarn, commandDetails(cmd, map[string]any{"kind": cmd.Kind, "reason": err.Error()}))
 		s.consume(ch, cmd, "ignored: "+err.Error())
 		return
+	}
+	if r.Apply != nil {
+		r.Apply()
 	}
 	details := s.reloadDetails(r)
 	for name := range s.due {
