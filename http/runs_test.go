@@ -24,7 +24,10 @@ import (
 	"github.com/agentrunner/agentrunner/sqlite"
 )
 
-var _ arhttp.Runner = (*scheduler.Scheduler)(nil)
+var (
+	_ arhttp.Runner = (*scheduler.Scheduler)(nil)
+	_ arhttp.Graphs = (*scheduler.Scheduler)(nil)
+)
 
 // runsWorld is the API on 127.0.0.1 over a real store, with a real
 // scheduler running the pipelines.
