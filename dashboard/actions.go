@@ -126,7 +126,7 @@ func (d *Dashboard) handleConfirm(w http.ResponseWriter, r *http.Request, s *ses
 			d.fail(w, r, s, err)
 			return
 		}
-		if p := d.pipeline(run.Pipeline); p != nil {
+		if p := d.runPipeline(run); p != nil {
 			v.Steps = append(slices.Sorted(maps.Keys(p.Steps)), agentrunner.EndStep)
 		}
 	}

@@ -334,7 +334,7 @@ func (d *Dashboard) attemptPage(ctx context.Context, run *agentrunner.Run, step 
 	if v.Attempt == nil {
 		return nil, errorf(agentrunner.ENOTFOUND, "run %s has no attempt %d of step %s", run.ID, n, step)
 	}
-	if p := pricesFor(d.config(), d.pipeline(run.Pipeline))(v.Attempt); p != nil {
+	if p := pricesFor(d.config(), d.runPipeline(run))(v.Attempt); p != nil {
 		v.Cost = fmtDollars(costOf(v.Attempt.Usage, p))
 	}
 	if v.Prompt, err = d.attemptText(ctx, run.ID, step, n, agentrunner.FilePrompt); err != nil {

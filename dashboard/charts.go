@@ -33,7 +33,7 @@ type chartsView struct {
 // durations, tokens, the success rate over them, and the retries per
 // agent.
 func (d *Dashboard) handleCharts(w http.ResponseWriter, r *http.Request, s *session) {
-	v := chartsView{Pipelines: slices.Sorted(maps.Keys(d.opts.Pipelines)), Pipeline: r.URL.Query().Get("pipeline")}
+	v := chartsView{Pipelines: slices.Sorted(maps.Keys(d.pipelines())), Pipeline: r.URL.Query().Get("pipeline")}
 	if v.Pipeline == "" && len(v.Pipelines) > 0 {
 		v.Pipeline = v.Pipelines[0]
 		if name := d.config().Name; d.config().HasLoop() && slices.Contains(v.Pipelines, name) {

@@ -59,8 +59,10 @@ type Options struct {
 	// artifacts are shown unchecked.
 	Workspace func() *workspace.Workspace
 	// Pipelines are the pipelines the server runs, by name, for their
-	// graphs and schedules.
+	// graphs and schedules; Graphs, if set, is asked instead, so that the
+	// pages follow a reload.
 	Pipelines map[string]*agentrunner.Pipeline
+	Graphs    Graphs
 	API       API
 	Clock     agentrunner.Clock
 	Logger    *slog.Logger
@@ -182,9 +184,33 @@ func (d *Dashboard) config() *config.Config {
 	return d.opts.Config
 }
 
+// Graphs knows the pipelines runs start on now and the graph each run
+// runs on: a run in flight keeps the one it began on across a reload
+// that changed or removed its pipeline (the scheduler).
+type Graphs interface {
+	Pipelines() map[string]*agentrunner.Pipeline
+	RunPipeline(run *agentrunner.Run) *agentrunner.Pipeline
+}
+
+// pipelines are the pipelines the server runs now, by name.
+func (d *Dashboard) pipelines() map[string]*agentrunner.Pipeline {
+	if d.opts.Graphs != nil {
+		return d.opts.Graphs.Pipelines()
+	}
+	return d.opts.Pipelines
+}
+
 // pipeline returns the named pipeline the server runs, or nil.
 func (d *Dashboard) pipeline(name string) *agentrunner.Pipeline {
-	return d.opts.Pipelines[name]
+	return d.pipelines()[name]
+}
+
+// runPipeline returns the graph run runs on, or nil.
+func (d *Dashboard) runPipeline(run *agentrunner.Run) *agentrunner.Pipeline {
+	if d.opts.Graphs != nil {
+		return d.opts.Graphs.RunPipeline(run)
+	}
+	return d.pipeline(run.Pipeline)
 }
 
 // pageTimeout bounds the store reads of one page.

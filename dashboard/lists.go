@@ -47,7 +47,7 @@ func (d *Dashboard) handleGates(w http.ResponseWriter, r *http.Request, s *sessi
 	v := gatesView{}
 	for _, g := range list.Gates {
 		item := gateItem{Gate: g, State: d.isStateStep(g.Pipeline, g.Step)}
-		if p := d.pipeline(g.Pipeline); p != nil {
+		if p := d.runPipeline(&agentrunner.Run{ID: g.Run, Pipeline: g.Pipeline}); p != nil {
 			item.Steps = slices.Sorted(maps.Keys(p.Steps))
 		}
 		v.Gates = append(v.Gates, item)

@@ -147,8 +147,9 @@ func (d *Dashboard) overview(ctx context.Context) (*overviewView, error) {
 // run one interval after its newest run's start.
 func (d *Dashboard) pipelineRows(ctx context.Context, counts agentrunner.RunCounts, loop *engine.Status) ([]pipelineRow, error) {
 	byName := map[string]*pipelineRow{}
-	for _, name := range slices.Sorted(maps.Keys(d.opts.Pipelines)) {
-		p := d.opts.Pipelines[name]
+	pipelines := d.pipelines()
+	for _, name := range slices.Sorted(maps.Keys(pipelines)) {
+		p := pipelines[name]
 		row := &pipelineRow{Name: name, Loop: p.Serial, Steps: len(p.Steps), Every: p.Every}
 		switch {
 		case p.Serial && loop != nil && loop.Pipeline == name:

@@ -48,7 +48,7 @@ var runStatuses = []agentrunner.RunStatus{agentrunner.RunQueued, agentrunner.Run
 func (d *Dashboard) handleRuns(w http.ResponseWriter, r *http.Request, s *session) {
 	q := r.URL.Query()
 	v := runsView{Pipeline: q.Get("pipeline"), Status: q.Get("status"), Statuses: runStatuses,
-		Pipelines: slices.Sorted(maps.Keys(d.opts.Pipelines))}
+		Pipelines: slices.Sorted(maps.Keys(d.pipelines()))}
 	f := agentrunner.RunFilter{Pipeline: v.Pipeline, Status: agentrunner.RunStatus(v.Status), Before: q.Get("before"), Limit: runsPage}
 	switch {
 	case f.Status != "" && !slices.Contains(runStatuses, f.Status):
@@ -159,7 +159,7 @@ func (d *Dashboard) runOf(ctx context.Context, id string) (*agentrunner.Run, err
 // runPage reads everything the run page shows.
 func (d *Dashboard) runPage(ctx context.Context, run *agentrunner.Run) (*runView, error) {
 	now := d.clock.Now()
-	v := &runView{Run: run, Pipeline: d.pipeline(run.Pipeline), Serial: run.Serial}
+	v := &runView{Run: run, Pipeline: d.runPipeline(run), Serial: run.Serial}
 	end := cmp.Or(run.EndedAt, now)
 	v.Duration = max(end.Sub(run.StartedAt), 0)
 	srs, err := d.store.StepRuns(ctx, agentrunner.StepRunFilter{RunID: run.ID})

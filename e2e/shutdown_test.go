@@ -311,6 +311,33 @@ func TestSIGHUPReloadsTheConfiguration(t *testing.T) {
 	s.stop(t, syscall.SIGTERM)
 }
 
+// TestSIGHUPReplacesAPipeline: a SIGHUP reload that renames pipeline ops
+// to more is taken without a restart: a run of more completes, and a
+// start of ops is refused, naming the pipeline there is.
+func TestSIGHUPReplacesAPipeline(t *testing.T) {
+	w := newOpsWorkspace(t, "30s", false, "0")
+	s := w.serve(t)
+	w.waitOutput(t, w.start(t), "v1")
+	cfg := fmt.Sprintf(opsConfig, w.addr, "30s", false)
+	w.write(t, "agentrunner.yaml", strings.Replace(cfg, "pipelines:\n  ops:\n", "pipelines:\n  more:\n", 1))
+	s.cmd.Process.Signal(syscall.SIGHUP)
+	waitUntil(t, "the reload", func() bool { return strings.Contains(s.log.String(), `"msg":"config.reloaded"`) })
+	out, err := exec.Command(binary, "start", "more", "--server", "http://"+w.addr).CombinedOutput()
+	if err != nil {
+		t.Fatalf("start more: %v\n%s", err, out)
+	}
+	path := filepath.Join(w.dir, "artifacts", "runs", "more", strings.TrimSpace(string(out)), "work.md")
+	waitUntil(t, "more's output", func() bool {
+		data, _ := os.ReadFile(path)
+		return strings.Contains(string(data), "Marker: v1")
+	})
+	out, err = exec.Command(binary, "start", "ops", "--server", "http://"+w.addr).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), `no pipeline "ops" (pipelines: more)`) {
+		t.Errorf("start ops after the reload: %v\n%s", err, out)
+	}
+	s.stop(t, syscall.SIGTERM)
+}
+
 // TestAChangedPromptIsUsedByTheNextAttempt: with reload.watch, saving the
 // identity prompt reloads the configuration, and the next attempt uses
 // the new prompt; a change that breaks the configuration is refused with

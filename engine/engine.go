@@ -171,23 +171,33 @@ func (e *Engine) scheduler(pipelines map[string]*agentrunner.Pipeline) (*schedul
 		Alert:       e.alert, Inject: e.inject, BeforeViews: e.opts.BeforeViews,
 		ViewsChecked: &e.viewsChecked, Views: e.views,
 		Mailboxes: boxes, Agents: slices.Sorted(maps.Keys(cfg.Agents)),
-		Followers: map[string]agentrunner.RunFollower{},
 		// A reload may change the grace: it is read when a shutdown begins.
 		ShutdownGrace: func() time.Duration { return e.Config().Shutdown.Grace.D() },
 		Heartbeat:     heartbeat.File{Path: ws.Layout.Heartbeat()},
 	}
-	for name, p := range pipelines {
-		if p.Document == nil {
-			continue
-		}
-		if opts.Followers[name], err = document.New(*p.Document, e.store); err != nil {
-			return nil, err
-		}
+	if opts.Followers, err = e.followers(pipelines); err != nil {
+		return nil, err
 	}
 	if e.opts.Reload != nil {
 		opts.Reload = e.reload
 	}
 	return scheduler.New(opts)
+}
+
+// followers keep the documents of the pipelines that have one.
+func (e *Engine) followers(pipelines map[string]*agentrunner.Pipeline) (map[string]agentrunner.RunFollower, error) {
+	out := map[string]agentrunner.RunFollower{}
+	for name, p := range pipelines {
+		if p.Document == nil {
+			continue
+		}
+		f, err := document.New(*p.Document, e.store)
+		if err != nil {
+			return nil, err
+		}
+		out[name] = f
+	}
+	return out, nil
 }
 
 // checkRuntimes makes sure every agent's provider has a runtime.

@@ -28,16 +28,19 @@ const maxReloadProblems = 5
 // What can change: identity prompts, tools.md, the memory template, the
 // content of output templates and schemas (each attempt's invocation
 // carries its contract), the schedule, timeouts, retries, escalation
-// policies, the mailbox size and budgets; and, when the engine can build
-// runtimes (Options.BuildRuntimes), providers, defaults and agents (their
-// provider, model, sampling, turns, inputs, env, and which registered
-// tools they use): new runtimes are built for them, and attempts that
-// start from here on run on them while running ones finish on the old.
-// Anything else (agents added or removed, the pipelines' graphs, the tool
-// registry of tools and mcp_servers, servers, the state) was built into
-// the running process and needs a restart; such a reload is refused with
-// the list, and nothing changes. So is one whose runtimes cannot be built
-// (a provider's key missing, a tool not registered).
+// policies, the mailbox size and budgets; the pipelines' graphs (steps,
+// edges, routes, pipelines added or removed: runs in flight finish on the
+// graph they began on, the scheduler says how); and, when the engine can
+// build runtimes (Options.BuildRuntimes), providers, defaults and agents
+// (their provider, model, sampling, turns, inputs, env, and which
+// registered tools they use): new runtimes are built for them, and
+// attempts that start from here on run on them while running ones finish
+// on the old. Anything else (agents added or removed, the learning loop
+// added or removed, the tool registry of tools and mcp_servers, servers,
+// the state) was built into the running process and needs a restart;
+// such a reload is refused with the list, and nothing changes. So is one
+// whose runtimes cannot be built (a provider's key missing, a tool not
+// registered), and one that changes a pipeline's document.
 func (e *Engine) reload() (*scheduler.Reloaded, error) {
 	ws, err := e.opts.Reload()
 	if err != nil {
@@ -62,10 +65,32 @@ func (e *Engine) reload() (*scheduler.Reloaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.cfgMu.Lock()
-	e.ws, e.cfg, e.boxes, e.runtimes = ws, ws.Config, boxes, runtimes
-	e.cfgMu.Unlock()
-	return &scheduler.Reloaded{Pipelines: pipelines, Kinds: kinds, Path: ws.Config.Path}, nil
+	followers, err := e.followers(pipelines)
+	if err != nil {
+		return nil, err
+	}
+	apply := func() {
+		e.cfgMu.Lock()
+		e.ws, e.cfg, e.boxes, e.runtimes = ws, ws.Config, boxes, runtimes
+		e.cfgMu.Unlock()
+	}
+	return &scheduler.Reloaded{Pipelines: pipelines, Kinds: kinds, Same: samePipelines(cur, ws.Config), Followers: followers, Path: ws.Config.Path, Apply: apply}, nil
+}
+
+// samePipelines names the pipelines of next that differ from old's by
+// no more than what a run in flight may take (reloadable): their runs in
+// flight move to the reloaded graph.
+func samePipelines(old, next *config.Config) map[string]bool {
+	out := map[string]bool{}
+	for name, p := range next.Pipelines {
+		if o := old.Pipelines[name]; o != nil && p != nil && sameYAML(reloadable(*o), reloadable(*p)) {
+			out[name] = true
+		}
+	}
+	if old.HasLoop() && next.HasLoop() && sameYAML(reloadable(old.Pipeline), reloadable(next.Pipeline)) {
+		out[next.Name] = true
+	}
+	return out
 }
 
 // needsRestart lists what changed that this engine cannot take: the
@@ -145,8 +170,8 @@ func changedKeys(old, next *config.Config, keys []string) []string {
 // restart. "agents added or removed" compares the agents' names: the
 // scheduler keeps a mailbox per agent it started with.
 var restartKeys = []string{
-	"name", "artifacts_dir", "state", "tools_file", "memory_template", agentNames,
-	"pipeline", "pipelines", "scheduler", "execution_service", "server", "tools", "mcp_servers", "escalation", "watchdog", "events", "health",
+	"name", "artifacts_dir", "state", "tools_file", "memory_template", agentNames, loopKey,
+	"scheduler", "execution_service", "server", "tools", "mcp_servers", "escalation", "watchdog", "events", "health",
 	"secrets", // the file's place; its content is read again at every reload
 }
 
@@ -156,6 +181,10 @@ var runtimeKeys = []string{"providers", "defaults", "agents"}
 
 // agentNames names the set of agents among the keys.
 const agentNames = "agents added or removed"
+
+// loopKey names whether the workspace has the learning loop: its runs are
+// the cycles that run --once, the status and the runs' directories know.
+const loopKey = "the learning loop (pipeline:) added or removed"
 
 // comparable returns the value of a top-level key without the settings a
 // reload may change.
@@ -179,6 +208,8 @@ func comparable(c *config.Config, key string) any {
 		return d
 	case agentNames:
 		return slices.Sorted(maps.Keys(c.Agents))
+	case loopKey:
+		return c.HasLoop()
 	case "agents":
 		agents := map[string]config.Agent{}
 		for name, a := range c.Agents {
@@ -189,16 +220,6 @@ func comparable(c *config.Config, key string) any {
 			}
 		}
 		return agents
-	case "pipeline":
-		return reloadable(c.Pipeline)
-	case "pipelines":
-		ps := map[string]config.Pipeline{}
-		for name, p := range c.Pipelines {
-			if p != nil {
-				ps[name] = reloadable(*p)
-			}
-		}
-		return ps
 	case "scheduler":
 		return c.Scheduler
 	case "execution_service":

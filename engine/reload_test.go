@@ -67,8 +67,8 @@ func TestReloadTakesPromptsAndSchedule(t *testing.T) {
 	if diff := cmp.Diff([]string{"reload:reloaded " + filepath.Join(f.dir, config.FileName)}, f.audit()); diff != "" {
 		t.Errorf("audit (-want +got):\n%s", diff)
 	}
-	if len(f.eventsOf(EventReloaded)) != 1 {
-		t.Error("no config.reloaded event")
+	if evs := f.eventsOf(EventReloaded); len(evs) != 1 || evs[0].Details["kept"] != nil || evs[0].Details["changed"] != nil {
+		t.Errorf("config.reloaded events %v, want one that changes no graph and keeps no cycle on its own", evs)
 	}
 }
 
@@ -141,7 +141,7 @@ func TestReloadRefusesWhatNeedsARestart(t *testing.T) {
 			"ignored: these changes need a restart: server"},
 		{"a provider's model", config.FileName, "    model: gpt-4.1", "    model: gpt-5",
 			"ignored: these changes need a restart: providers"},
-		{"the graph", config.FileName, "      next: evaluate\n      deliver:\n        - {kind: status",
+		{"a graph with a step that nothing reaches", config.FileName, "      next: evaluate\n      deliver:\n        - {kind: status",
 			"      next: end\n      deliver:\n        - {kind: status",
 			"ignored: the configuration is not valid: "},
 		{"a broken prompt file name", config.FileName, "identity: agent_prompts/plan_agent.md", "identity: agent_prompts/planner.md",
@@ -165,6 +165,86 @@ func TestReloadRefusesWhatNeedsARestart(t *testing.T) {
 				t.Error("a refused reload replaced the configuration")
 			}
 		})
+	}
+}
+
+// executeStep is the example loop's execute step.
+const executeStep = `    execute:
+      kind: execution
+      artifact: strategy.json
+      validity: {from: /validity/valid_from, until: /validity/valid_until}
+      next: evaluate
+      deliver:
+        - {kind: status, to: [evaluation]}
+`
+
+// TestReloadChangesTheLoopsGraphFromTheNextCycle: a reload given while
+// plan runs takes the execute step out of the loop. The cycle in flight
+// finishes on its graph, execute included; the next cycle goes from
+// synthesize to evaluate. The reload's event says the loop changed and
+// that the cycle kept its graph.
+func TestReloadChangesTheLoopsGraphFromTheNextCycle(t *testing.T) {
+	f := newFixture(t, execsvc.MockOptions{}, nil)
+	e := f.engine()
+	var cycle string
+	f.onRun = func(inv *agentrunner.Invocation) {
+		if inv.Step == "plan" && cycle == "" {
+			cycle = inv.CycleID
+			f.edit(config.FileName, "      next: execute\n", "      next: evaluate\n")
+			f.edit(config.FileName, executeStep, "")
+			f.command(e, agentrunner.CommandReload, "root", nil)
+			waitFor(t, "the reload", func() bool { return len(f.eventsOf(EventReloaded)) == 1 })
+		}
+	}
+	first := f.runOnce(e)
+	if first.Status != agentrunner.CycleCompleted {
+		t.Fatalf("cycle %s (%s)", first.Status, first.Error)
+	}
+	if got := f.audit(); len(got) != 1 || got[0] != "reload:reloaded "+filepath.Join(f.dir, config.FileName) {
+		t.Fatalf("audit %q, want the reload applied", got)
+	}
+	if !slices.Contains(f.attempts(first.ID), "execute#1:succeeded") {
+		t.Errorf("the cycle in flight at the reload skipped execute: %q", f.attempts(first.ID))
+	}
+	ev := f.eventsOf(EventReloaded)[0]
+	if diff := cmp.Diff(map[string]any{"changed": []string{"crypton"}, "kept": []string{first.ID}}, map[string]any{"changed": ev.Details["changed"], "kept": ev.Details["kept"]}); diff != "" {
+		t.Errorf("config.reloaded details (-want +got):\n%s", diff)
+	}
+	f.toNextCycle()
+	second := f.runOnce(e)
+	if second.Status != agentrunner.CycleCompleted {
+		t.Fatalf("second cycle %s (%s)", second.Status, second.Error)
+	}
+	for _, a := range f.attempts(second.ID) {
+		if strings.HasPrefix(a, "execute#") {
+			t.Errorf("the cycle after the reload ran execute: %q", f.attempts(second.ID))
+		}
+	}
+}
+
+// TestReloadRefusesAChangedDocument: the scheduler refuses a reload that
+// moves a pipeline's document, and the engine keeps the configuration it
+// had: nothing of a refused reload is applied.
+func TestReloadRefusesAChangedDocument(t *testing.T) {
+	f := newFixture(t, execsvc.MockOptions{}, nil)
+	f.edit(config.FileName, "\npipeline:\n", "\npipelines:\n  notes:\n    start: note\n    run_id: date-seq\n    max_concurrent_runs: 1\n    document: {file: docs/notes.md, archive: docs/notes}\n"+
+		"    steps:\n      note: {agent: plan, next: end}\n\npipeline:\n")
+	var err error
+	if f.ws, err = f.reload(); err != nil {
+		t.Fatal(err)
+	}
+	e := f.engine()
+	before := e.Config()
+	f.edit(config.FileName, "docs/notes.md", "docs/other.md")
+	f.command(e, agentrunner.CommandReload, "root", nil)
+	if c := f.runOnce(e); c.Status != agentrunner.CycleCompleted {
+		t.Fatalf("cycle %s (%s)", c.Status, c.Error)
+	}
+	if got, want := f.audit(), []string{"reload:ignored: the document of pipeline notes changed: that needs a restart"}; !slices.Equal(got, want) {
+		t.Errorf("audit %q, want %q", got, want)
+	}
+	if e.Config() != before {
+		t.Error("a reload the scheduler refused replaced the engine's configuration")
 	}
 }
 

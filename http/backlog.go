@@ -151,7 +151,7 @@ func (s *Server) handleAddBacklogItem(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, refused(err))
 		return
 	}
-	p := s.opts.Pipelines[b.Pipeline]
+	p := s.pipelines()[b.Pipeline]
 	if p == nil {
 		s.writeError(w, r, agentrunner.Errorf(agentrunner.ECONFLICT, "backlog.pipeline %s is not a pipeline this server runs", b.Pipeline))
 		return

@@ -29,6 +29,31 @@ type Runner interface {
 	Await(ctx context.Context, id int64) (string, error)
 }
 
+// Graphs is a Runner that knows the pipelines it starts runs on now and
+// the graph each run runs on, which a reload may change (the scheduler).
+// A server whose Runner is not one uses Options.Pipelines.
+type Graphs interface {
+	Pipelines() map[string]*agentrunner.Pipeline
+	RunPipeline(run *agentrunner.Run) *agentrunner.Pipeline
+}
+
+// pipelines are the pipelines runs start on now.
+func (s *Server) pipelines() map[string]*agentrunner.Pipeline {
+	if g, ok := s.opts.Runs.(Graphs); ok {
+		return g.Pipelines()
+	}
+	return s.opts.Pipelines
+}
+
+// runPipeline is the graph run runs on: a run in flight keeps the one it
+// began on across a reload that changed or removed its pipeline.
+func (s *Server) runPipeline(run *agentrunner.Run) *agentrunner.Pipeline {
+	if g, ok := s.opts.Runs.(Graphs); ok {
+		return g.RunPipeline(run)
+	}
+	return s.opts.Pipelines[run.Pipeline]
+}
+
 // DefaultStartWait bounds how long POST /api/pipelines/{name}/runs waits
 // for the scheduler to start the run before it answers 202 instead.
 const DefaultStartWait = 10 * time.Second
@@ -487,7 +512,7 @@ func (s *Server) gateQuestion(ctx context.Context, g *Gate) error {
 // gateOf is a waiting step run as the API shows a gate.
 func (s *Server) gateOf(run *agentrunner.Run, sr *agentrunner.StepRun) Gate {
 	g := Gate{Run: run.ID, Pipeline: run.Pipeline, Step: sr.Step, Visit: sr.Visit, OpenedAt: sr.OpenedAt}
-	if p := s.opts.Pipelines[run.Pipeline]; p != nil {
+	if p := s.runPipeline(run); p != nil {
 		if st := p.Steps[sr.Step]; st != nil && st.Gate != nil && st.Gate.Timeout > 0 {
 			at := sr.OpenedAt.Add(st.Gate.Timeout)
 			g.TimeoutAt, g.Default = &at, string(st.Gate.Default)
@@ -499,9 +524,10 @@ func (s *Server) gateOf(run *agentrunner.Run, sr *agentrunner.StepRun) Gate {
 // pipelineOf reads the pipeline named in the path, or answers 404.
 func (s *Server) pipelineOf(w http.ResponseWriter, r *http.Request) *agentrunner.Pipeline {
 	name := r.PathValue("name")
-	p := s.opts.Pipelines[name]
+	pipelines := s.pipelines()
+	p := pipelines[name]
 	if p == nil {
-		names := slices.Sorted(maps.Keys(s.opts.Pipelines))
+		names := slices.Sorted(maps.Keys(pipelines))
 		s.writeError(w, r, agentrunner.Errorf(agentrunner.ENOTFOUND, "no pipeline %q (pipelines: %s)", clip.String(name, maxQuoted), orNoneText(strings.Join(names, ", "))))
 		return nil
 	}
@@ -655,7 +681,7 @@ func (s *Server) handleDecide(w http.ResponseWriter, r *http.Request) {
 // gateStep finds the pipeline of run and the gate step named in the path,
 // or answers with the error.
 func (s *Server) gateStep(w http.ResponseWriter, r *http.Request, run *agentrunner.Run) (*agentrunner.Pipeline, *agentrunner.Step) {
-	p := s.opts.Pipelines[run.Pipeline]
+	p := s.runPipeline(run)
 	if p == nil {
 		s.writeError(w, r, agentrunner.Errorf(agentrunner.ECONFLICT, "run %s is of pipeline %s, which this server does not run", run.ID, run.Pipeline))
 		return nil, nil
@@ -791,7 +817,7 @@ func (s *Server) wakeRunner() {
 // thousands are in flight); nil when the server runs no pipelines of its
 // own.
 func (s *Server) runsSummary(ctx context.Context) (*RunsSummary, error) {
-	if len(s.opts.Pipelines) == 0 {
+	if len(s.pipelines()) == 0 {
 		return nil, nil
 	}
 	counts, err := s.store.RunCounts(ctx)

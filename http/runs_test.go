@@ -24,7 +24,10 @@ import (
 	"github.com/agentrunner/agentrunner/sqlite"
 )
 
-var _ arhttp.Runner = (*scheduler.Scheduler)(nil)
+var (
+	_ arhttp.Runner = (*scheduler.Scheduler)(nil)
+	_ arhttp.Graphs = (*scheduler.Scheduler)(nil)
+)
 
 // runsWorld is the API on 127.0.0.1 over a real store, with a real
 // scheduler running the pipelines.
@@ -511,6 +514,39 @@ func TestGateDecisions(t *testing.T) {
 		t.Errorf("gates still waiting: %v", gates)
 	}
 	w.kind.Release()
+}
+
+// TestTheAPIFollowsAReload: a reload removes review and adds fresh
+// while a run of review waits at its gate. The API starts runs of fresh
+// and refuses new runs of review, naming the pipelines it has; the
+// waiting gate, which the reloaded configuration no longer has, still
+// takes its decision, and the run completes on the graph it began on.
+func TestTheAPIFollowsAReload(t *testing.T) {
+	w := newRunsWorld(t, &runtest.HoldKind{}, nil, runtest.ReviewPipeline())
+	id := w.start("review", "")
+	w.waitGate(id, "signoff")
+	fresh := runtest.LoadPipeline(0)
+	fresh.Name = "fresh"
+	w.sched.OnReload(func() map[string]*agentrunner.Pipeline { return runtest.Pipelines(fresh) })
+	cmd := w.want(202, "POST", "/api/admin/reload", adminKey, "")["command"].(map[string]any)
+	w.sched.Wake()
+	if res, err := w.sched.Await(t.Context(), int64(cmd["id"].(float64))); err != nil || res != "reloaded reloaded" {
+		t.Fatalf("reload: %q, %v", res, err)
+	}
+	w.waitStatus(w.start("fresh", ""), agentrunner.RunCompleted)
+	msg := w.want(404, "POST", "/api/pipelines/review/runs", operatorKey, "")["error"].(map[string]any)["message"].(string)
+	if !strings.Contains(msg, `no pipeline "review" (pipelines: fresh)`) {
+		t.Errorf("a run of the removed pipeline: %s", msg)
+	}
+	gates := w.want(200, "GET", "/api/gates", viewerKey, "")["gates"].([]any)
+	if len(gates) != 1 || gates[0].(map[string]any)["timeout_at"] == nil {
+		t.Errorf("GET /api/gates: %v, want the waiting gate with its timeout", gates)
+	}
+	w.want(202, "POST", "/api/runs/"+id+"/gates/signoff", operatorKey, `{"decision": "approve"}`)
+	steps := w.waitStatus(id, agentrunner.RunCompleted)["steps"].([]any)
+	if got := describeSteps(steps); got != "draft#1:succeeded signoff#1:succeeded[approve] publish#1:succeeded" {
+		t.Errorf("the run in flight at the reload: %s", got)
+	}
 }
 
 // TestAbortRun: an operator aborts a run through the API; a finished run

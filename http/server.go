@@ -107,8 +107,9 @@ type Options struct {
 	Engine Engine
 	// Pipelines are the pipelines whose runs the API starts, by name;
 	// Runs is the scheduler that runs them (optional: without it a start
-	// answers with its command). StartWait bounds how long a start waits
-	// for its run (default DefaultStartWait).
+	// answers with its command), asked instead of Pipelines when it knows
+	// them (Graphs), so that the API follows a reload. StartWait bounds
+	// how long a start waits for its run (default DefaultStartWait).
 	Pipelines map[string]*agentrunner.Pipeline
 	Runs      Runner
 	StartWait time.Duration

@@ -56,10 +56,15 @@ type ServerConfig struct {
 	Command []string
 	// Env is what a stdio server gets besides the base variables of
 	// package childenv (PATH, HOME, LANG, TZ, TMPDIR, LC_*): variables of
-	// the runner's environment passed by name, and variables set. Nothing
-	// else of the runner's environment, which holds its secrets, reaches
-	// the server.
+	// the runner's secrets passed by name (see Lookup), and variables set.
+	// Nothing else of the runner's environment, which holds its secrets,
+	// reaches the server.
 	Env childenv.Spec
+	// Lookup, if set, reads the passed variables each time the server is
+	// started (at Connect, and again after it died): the runner's secrets
+	// (its environment, NAME_FILE files, the secrets file), so a secret
+	// rotated and reloaded reaches its next start. nil: the environment.
+	Lookup func(string) (string, bool)
 	// URL is the endpoint of a streamable-HTTP server.
 	URL string
 	// BearerToken, when set, is sent as "Authorization: Bearer" to URL's
@@ -343,7 +348,7 @@ func (c *Client) connect(ctx context.Context) (*session, error) {
 	} else {
 		cmd = exec.Command(c.cfg.Command[0], c.cfg.Command[1:]...)
 		// Never os.Environ() as a whole: it holds the runner's secrets.
-		cmd.Env = childenv.Build(os.Environ(), nil, c.cfg.Env)
+		cmd.Env = childenv.BuildWith(c.cfg.Lookup, os.Environ(), nil, c.cfg.Env)
 		cmd.Stderr = c.stderr
 		cmd.SysProcAttr = sysProcAttr()
 		// A grandchild holding stderr open must not keep Close waiting.

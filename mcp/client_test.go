@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -199,6 +200,52 @@ func TestConnectStdioImportsTools(t *testing.T) {
 	_, err := call(t, handlerOf(t, c, "up_echo"), `{"text":"late"}`)
 	if err == nil || tool.IsTransient(err) || !strings.Contains(err.Error(), "closed the connection") {
 		t.Errorf("call after Close = %v, want a final error saying the connection was closed", err)
+	}
+}
+
+// TestStdioServerGetsTheRunnersSecretsAtEachStart: with Lookup (the
+// runner's secrets), a passed variable comes from it rather than the
+// environment, read when the server starts: a secret rotated while the
+// server runs reaches the server started after it died.
+func TestStdioServerGetsTheRunnersSecretsAtEachStart(t *testing.T) {
+	t.Setenv("FILES_TOKEN", "from-the-environment")
+	var mu sync.Mutex
+	token := "from-the-secrets-file"
+	cfg := stdioConfig(map[string]string{dumpEnv: "1"})
+	cfg.Env.Pass = []string{"FILES_TOKEN"}
+	cfg.Lookup = func(name string) (string, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		return token, name == "FILES_TOKEN"
+	}
+	c := connect(t, cfg)
+	seen := func() string {
+		t.Helper()
+		out, err := call(t, handlerOf(t, c, "up_env"), `{}`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, kv := range strings.Split(out, "\n") {
+			if v, ok := strings.CutPrefix(kv, "FILES_TOKEN="); ok {
+				return v
+			}
+		}
+		return ""
+	}
+	if got := seen(); got != "from-the-secrets-file" {
+		t.Fatalf("FILES_TOKEN=%q, want the secrets file's", got)
+	}
+	mu.Lock()
+	token = "rotated"
+	mu.Unlock()
+	if got := seen(); got != "from-the-secrets-file" {
+		t.Errorf("the running server's FILES_TOKEN=%q changed", got)
+	}
+	if _, err := call(t, handlerOf(t, c, "up_crash"), `{}`); err == nil {
+		t.Fatal("crash: no error")
+	}
+	if got := seen(); got != "rotated" {
+		t.Errorf("the restarted server's FILES_TOKEN=%q, want the rotated one", got)
 	}
 }
 

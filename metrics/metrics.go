@@ -95,6 +95,10 @@ type Options struct {
 	// such metrics.
 	Store     PipelineStore
 	Pipelines []string
+	// PipelineNames, if set, names the pipelines at each scrape instead
+	// of Pipelines, so that the metrics follow a reload that adds or
+	// removes one.
+	PipelineNames func() []string
 	// Build names the binary in agentrunner_build_info; zero: no such
 	// metric.
 	Build BuildInfo
@@ -222,7 +226,7 @@ func New(opts Options) *Metrics {
 		if opts.Store != nil {
 			// Its samples name each pipeline, so not under the constant
 			// label.
-			m.reg.MustRegister(&pipelineCollector{store: opts.Store, pipelines: slices.Sorted(slices.Values(opts.Pipelines)), state: state})
+			m.reg.MustRegister(&pipelineCollector{store: opts.Store, pipelines: slices.Sorted(slices.Values(opts.Pipelines)), names: opts.PipelineNames, state: state})
 		}
 	}
 	if opts.Build != (BuildInfo{}) {

@@ -56,9 +56,10 @@ type BuildInfo struct {
 
 // pipelineSnapshot is what one scrape read of the pipelines.
 type pipelineSnapshot struct {
-	states  map[string]string
-	success map[string]float64
-	totals  []agentrunner.RunCount
+	pipelines []string
+	states    map[string]string
+	success   map[string]float64
+	totals    []agentrunner.RunCount
 }
 
 // pipelineCollector reads the pipelines' state, last success and run
@@ -68,7 +69,16 @@ type pipelineSnapshot struct {
 type pipelineCollector struct {
 	store     PipelineStore
 	pipelines []string
+	names     func() []string // if set, the pipelines now
 	state     *stateCollector // counts the scrape errors
+}
+
+// current names the pipelines a scrape shows, sorted.
+func (c *pipelineCollector) current() []string {
+	if c.names == nil {
+		return c.pipelines
+	}
+	return slices.Sorted(slices.Values(c.names()))
 }
 
 var _ prometheus.Collector = (*pipelineCollector)(nil)
@@ -89,7 +99,7 @@ func (c *pipelineCollector) Collect(ch chan<- prometheus.Metric) {
 		c.state.log.Warn("metrics: leaving the pipelines out of a scrape", "error", err)
 		return
 	}
-	for _, p := range c.pipelines {
+	for _, p := range snap.pipelines {
 		for _, s := range pipelineStates {
 			ch <- prometheus.MustNewConstMetric(pipelineStateDesc, prometheus.GaugeValue, b2f(snap.states[p] == s), p, s)
 		}
@@ -112,11 +122,12 @@ func (c *pipelineCollector) read(ctx context.Context) (*pipelineSnapshot, error)
 	if err != nil {
 		return nil, err
 	}
-	snap := &pipelineSnapshot{states: states(c.pipelines, ctl.Paused, counts.Unfinished), success: map[string]float64{}}
-	if snap.totals, err = c.totals(ctx); err != nil {
+	names := c.current()
+	snap := &pipelineSnapshot{pipelines: names, states: states(names, ctl.Paused, counts.Unfinished), success: map[string]float64{}}
+	if snap.totals, err = c.totals(ctx, names); err != nil {
 		return nil, err
 	}
-	for _, p := range c.pipelines {
+	for _, p := range names {
 		done, err := c.store.Runs(ctx, agentrunner.RunFilter{Pipeline: p, Status: agentrunner.RunCompleted, Limit: 1})
 		if err != nil {
 			return nil, err
@@ -130,14 +141,14 @@ func (c *pipelineCollector) read(ctx context.Context) (*pipelineSnapshot, error)
 
 // totals are the ended runs of the configured pipelines: other pipeline
 // names in the store (of a removed pipeline) would be series without end.
-func (c *pipelineCollector) totals(ctx context.Context) ([]agentrunner.RunCount, error) {
+func (c *pipelineCollector) totals(ctx context.Context, names []string) ([]agentrunner.RunCount, error) {
 	all, err := c.store.RunTotals(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var out []agentrunner.RunCount
 	for _, t := range all {
-		if t.Status.Finished() && slices.Contains(c.pipelines, t.Pipeline) {
+		if t.Status.Finished() && slices.Contains(names, t.Pipeline) {
 			out = append(out, t)
 		}
 	}

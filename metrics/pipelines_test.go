@@ -109,6 +109,28 @@ func TestPipelineMetricsFromTheStore(t *testing.T) {
 	}
 }
 
+// TestPipelineMetricsFollowThePipelinesNamed: with PipelineNames, each
+// scrape shows the pipelines named then: a reload that removes review
+// and adds fresh takes review's series out and brings fresh's in.
+func TestPipelineMetricsFollowThePipelinesNamed(t *testing.T) {
+	store, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	names := []string{"review"}
+	m := New(Options{Pipeline: "loop", Store: store, Pipelines: []string{"review"}, PipelineNames: func() []string { return names }})
+	idle := func(p string) string { return `agentrunner_pipeline_state{pipeline="` + p + `",state="idle"}` }
+	if got := snapshot(t, m.Registry()); got[idle("review")] != 1 || got[idle("fresh")] != 0 {
+		t.Fatalf("before the reload: %v", got)
+	}
+	names = []string{"fresh"}
+	got := snapshot(t, m.Registry())
+	if _, ok := got[idle("review")]; ok || got[idle("fresh")] != 1 {
+		t.Errorf("after the reload: %v, want fresh's series and not review's", got)
+	}
+}
+
 // TestBuildInfo: agentrunner_build_info names the binary, without the
 // pipeline label; without a version there is no such metric.
 func TestBuildInfo(t *testing.T) {

@@ -298,7 +298,7 @@ func (s *Scheduler) startWorker(ctx context.Context, t *task) {
 	}
 	sr, run, att := *t.ss.sr, *t.rs.run, *t.att // the worker's own copies
 	a.StepRun, a.Run, a.Attempt = &sr, &run, &att
-	kind := s.opts.Kinds[st.Kind]
+	kind := s.kindOf(t.rs, st.Kind)
 	s.workers.Add(1)
 	s.inflight++
 	go func() {
@@ -393,15 +393,17 @@ func (c *commandResults) forget(id int64, w chan string) {
 // ahead of it (a callback may come before its step starts). Empty: the
 // command is not one, or an attempt may still take it.
 func (s *Scheduler) staleCommand(cmd *agentrunner.Command) string {
-	for name, k := range s.opts.Kinds {
-		taker, ok := k.(agentrunner.CommandTaker)
-		if !ok || !taker.Takes(cmd.Kind) {
-			continue
+	for _, kinds := range s.kindSets() {
+		for name, k := range kinds {
+			taker, ok := k.(agentrunner.CommandTaker)
+			if !ok || !taker.Takes(cmd.Kind) {
+				continue
+			}
+			if s.kindAhead(name) {
+				return ""
+			}
+			return taker.Stale(cmd)
 		}
-		if s.kindAhead(name) {
-			return ""
-		}
-		return taker.Stale(cmd)
 	}
 	return ""
 }

@@ -48,7 +48,7 @@ func (s *Scheduler) escalate(ch *agentrunner.Change, rs *runState, ss *stepState
 		Time: s.clock.Now(), Pipeline: rs.run.Pipeline, CycleID: rs.run.ID, Step: st.ID, Agent: agentOf(st),
 		Attempts: att.Number, ErrorClass: string(class), Error: why,
 	}
-	if l, ok := s.opts.Kinds[st.Kind].(agentrunner.InputLister); ok {
+	if l, ok := s.kindOf(rs, st.Kind).(agentrunner.InputLister); ok {
 		alert.Inputs = l.Inputs(rs.run, st)
 		details["inputs"] = alert.Inputs
 	}
@@ -84,7 +84,7 @@ func (s *Scheduler) escalate(ch *agentrunner.Change, rs *runState, ss *stepState
 // usable one (empty when there is).
 func (s *Scheduler) fallback(rs *runState, ss *stepState) (fb *agentrunner.StepResult, label string, targets []string, none string) {
 	st := rs.pipeline.Steps[ss.sr.Step]
-	fk, ok := s.opts.Kinds[st.Kind].(agentrunner.Fallbacker)
+	fk, ok := s.kindOf(rs, st.Kind).(agentrunner.Fallbacker)
 	if !ok {
 		return nil, "", nil, fmt.Sprintf("step kind %s keeps no earlier output to stand in for a step", st.Kind)
 	}

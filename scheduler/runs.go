@@ -15,15 +15,18 @@ import (
 func (s *Scheduler) finish(ch *agentrunner.Change, rs *runState) {
 	if s.halted[rs.run.ID] == rs {
 		delete(s.halted, rs.run.ID) // it gave its place up when it halted
+		s.unfreeze(rs)
 		return
 	}
 	if rs.run.Status == agentrunner.RunHalted {
 		s.halted[rs.run.ID] = rs // until an operator resumes or aborts it
+	} else {
+		s.unfreeze(rs)
 	}
 	delete(s.runs, rs.run.ID)
 	p := rs.run.Pipeline
 	s.active[p]--
-	if q := s.queued[p]; len(q) > 0 && s.room(rs.pipeline) {
+	if q := s.queued[p]; len(q) > 0 && s.room(q[0].pipeline) {
 		s.queued[p] = q[1:]
 		s.begin(ch, q[0])
 	}
@@ -224,8 +227,10 @@ func (s *Scheduler) read(ctx context.Context, rs *runState) error {
 func (s *Scheduler) resumeStepRun(ch *agentrunner.Change, rs *runState, ss *stepState) {
 	st := rs.pipeline.Steps[ss.sr.Step]
 	switch {
+	case st == nil && ss.sr.Status.Finished():
+		// The configuration lost a step the run is past: its record stays.
 	case st == nil:
-		// The configuration lost the step: the run cannot go on.
+		// The configuration lost the step the run is at: it cannot go on.
 		if rs.run.Status == agentrunner.RunRunning {
 			s.endRun(ch, rs, agentrunner.RunFailed, fmt.Sprintf("step %s is no longer in pipeline %s", ss.sr.Step, rs.pipeline.Name))
 		}
@@ -275,7 +280,7 @@ func (s *Scheduler) Start(ctx context.Context, pipeline string, inputs map[strin
 // it, by which it is found again (RunFilter.Parent). An empty parent is
 // Start.
 func (s *Scheduler) StartChild(ctx context.Context, pipeline string, inputs map[string]any, parent string) (string, error) {
-	if s.opts.Pipelines[pipeline] == nil {
+	if s.Pipelines()[pipeline] == nil {
 		return "", agentrunner.Errorf(agentrunner.ENOTFOUND, "no pipeline %q", pipeline)
 	}
 	req := &startRequest{pipeline: pipeline, inputs: inputs, parent: parent, reply: make(chan string, 1)}
@@ -286,6 +291,9 @@ func (s *Scheduler) StartChild(ctx context.Context, pipeline string, inputs map[
 	}
 	select {
 	case id := <-req.reply:
+		if id == "" { // a reload removed the pipeline meanwhile
+			return "", agentrunner.Errorf(agentrunner.ENOTFOUND, "no pipeline %q", pipeline)
+		}
 		return id, nil
 	case <-ctx.Done():
 		return "", ctx.Err()
@@ -294,7 +302,11 @@ func (s *Scheduler) StartChild(ctx context.Context, pipeline string, inputs map[
 
 // start starts the run a Start asked for, in the current batch.
 func (s *Scheduler) start(ctx context.Context, req *startRequest) error {
-	id, err := s.startRun(ctx, s.batch.change(), s.opts.Pipelines[req.pipeline], req.inputs, req.parent)
+	p := s.opts.Pipelines[req.pipeline]
+	if p == nil {
+		return nil
+	}
+	id, err := s.startRun(ctx, s.batch.change(), p, req.inputs, req.parent)
 	req.id = id
 	return err
 }

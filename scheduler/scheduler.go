@@ -166,7 +166,16 @@ type Scheduler struct {
 	settled     chan struct{}
 	settledOnce sync.Once
 	watch       watch
+	// graphsMu guards opts.Pipelines and kept, which a reload replaces,
+	// for the readers outside the loop (StartChild, Pipelines,
+	// RunPipeline); the loop, their only writer, reads them without it.
+	graphsMu sync.RWMutex
+	// kept are the graphs of the unfinished runs that a reload left on
+	// the graph they began on (runState.frozen), by run id.
+	kept map[string]*agentrunner.Pipeline
 	// The fields below belong to the goroutine of Run.
+	// docs are the documents the followers keep, by pipeline.
+	docs     map[string]agentrunner.DocumentSpec
 	runs     map[string]*runState
 	halted   map[string]*runState   // waiting for an operator to resume them
 	queued   map[string][]*runState // by pipeline, oldest first
@@ -223,15 +232,18 @@ func New(opts Options) (*Scheduler, error) {
 		opts: opts, clock: opts.Clock, log: opts.Logger,
 		labels: map[*agentrunner.Step]*route.Extractor{}, wake: make(chan struct{}, 1), starts: make(chan *startRequest), settled: make(chan struct{}), awaited: newCommandResults(), timed: map[*stepState]*runState{}, due: map[string]time.Time{}, looked: map[string]bool{}, started: map[string]time.Time{},
 		runs: map[string]*runState{}, halted: map[string]*runState{}, queued: map[string][]*runState{}, active: map[string]int{},
-		behind: map[string]bool{}, hurry: make(chan struct{}),
+		behind: map[string]bool{}, hurry: make(chan struct{}), kept: map[string]*agentrunner.Pipeline{}, docs: map[string]agentrunner.DocumentSpec{},
 	}
 	for _, name := range slices.Sorted(maps.Keys(opts.Pipelines)) {
 		p := opts.Pipelines[name]
-		if err := s.compile(p); err != nil {
+		if err := compile(p, opts.Kinds, s.labels); err != nil {
 			return nil, err
 		}
 		if p.Scheduled() {
 			s.scheduled = append(s.scheduled, p)
+		}
+		if p.Document != nil {
+			s.docs[name] = *p.Document
 		}
 	}
 	if s.clock == nil {
@@ -258,11 +270,11 @@ func New(opts Options) (*Scheduler, error) {
 	return s, nil
 }
 
-// compile checks that every step of p has a kind and compiles its label
-// source.
-func (s *Scheduler) compile(p *agentrunner.Pipeline) error {
+// compile checks that every step of p has a kind among kinds and
+// compiles its label source into labels.
+func compile(p *agentrunner.Pipeline, kinds map[string]agentrunner.StepKind, labels map[*agentrunner.Step]*route.Extractor) error {
 	for _, st := range p.Steps {
-		if s.opts.Kinds[st.Kind] == nil {
+		if kinds[st.Kind] == nil {
 			return fmt.Errorf("scheduler: pipeline %s, step %s (%s): no step kind %q is registered", p.Name, st.ID, st.Where, st.Kind)
 		}
 		if st.Label == nil {
@@ -272,7 +284,7 @@ func (s *Scheduler) compile(p *agentrunner.Pipeline) error {
 		if err != nil {
 			return fmt.Errorf("scheduler: pipeline %s, step %s (%s): %w", p.Name, st.ID, st.Where, err)
 		}
-		s.labels[st] = x
+		labels[st] = x
 	}
 	return nil
 }

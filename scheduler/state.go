@@ -20,6 +20,16 @@ type runState struct {
 	state agentrunner.State
 	// forced: the run ran out of time and was forced to its final step.
 	forced bool
+	// frozen, if set, is what the run keeps of a configuration a reload
+	// replaced: its pipeline is the graph it began on, not the current
+	// one. nil: it runs on the current pipeline and kinds.
+	frozen *frozen
+}
+
+// frozen is shared by the runs that kept their graph across one reload:
+// the step kinds they ran on, built for that graph.
+type frozen struct {
+	kinds map[string]agentrunner.StepKind
 }
 
 func newRunState(r *agentrunner.Run, p *agentrunner.Pipeline) *runState {

@@ -347,7 +347,8 @@ func usedServer(m *config.MCPServer, only []string) bool {
 }
 
 func (b *Box) connect(ctx context.Context, m *config.MCPServer, d Deps) error {
-	sc := mcp.ServerConfig{Name: m.Name, Command: m.Command, Env: childenv.Spec{Pass: m.Env.Pass, Set: m.Env.Set}, URL: m.URL, Prefix: m.Prefix, Tools: m.Tools, Timeout: m.Timeout.D()}
+	sc := mcp.ServerConfig{Name: m.Name, Command: m.Command, Env: childenv.Spec{Pass: m.Env.Pass, Set: m.Env.Set}, Lookup: d.LookupEnv,
+		URL: m.URL, Prefix: m.Prefix, Tools: m.Tools, Timeout: m.Timeout.D()}
 	if m.BearerEnv != "" {
 		token, ok := d.LookupEnv(m.BearerEnv)
 		if !ok || token == "" {

@@ -26,7 +26,7 @@ func mountDashboard(srv *arhttp.Server, r *runner, opts arhttp.Options, log *slo
 		key = []byte(v)
 	}
 	dash, err := dashboard.New(dashboard.Options{
-		Store: r.store, Config: opts.Config, Current: r.engine.Config, Workspace: r.engine.Workspace, Pipelines: opts.Pipelines,
+		Store: r.store, Config: opts.Config, Current: r.engine.Config, Workspace: r.engine.Workspace, Pipelines: opts.Pipelines, Graphs: r.engine.Scheduler(),
 		API: srv, Logger: log, SessionKey: key, OnAuthenticated: srv.MarkAuthenticated,
 	})
 	if err != nil {

@@ -142,3 +142,85 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// processRotateConfig is a pipeline of one process agent, a shell script
+// that writes the key it is passed, which is in the encrypted secrets
+// file, into its note.
+const processRotateConfig = `version: 1
+name: rotate
+providers:
+  script:
+    kind: process
+    command: [sh, "{workspace}/agent.sh", "{output}"]
+    env: {pass: [ROTATE_AGENT_KEY]}
+defaults: {provider: script, timeout: 1m, retries: {max: 0}}
+agents:
+  writer: {identity: agent.md, output: {file: note.md, template: note.md}}
+pipelines:
+  notes: {start: write, steps: {write: {agent: writer, next: end}}}
+server: {listen: "%LISTEN%"}
+secrets: {identity_file: age.key}
+`
+
+// TestServeGivesAProcessAgentTheRotatedSecret: a process agent passed a
+// variable that only the secrets file holds gets its value, and after a
+// rotation and a reload, the next agent started gets the new one.
+func TestServeGivesAProcessAgentTheRotatedSecret(t *testing.T) {
+	dir := t.TempDir()
+	addr := cliFreeAddr(t)
+	cfg := filepath.Join(dir, "agentrunner.yaml")
+	for name, text := range map[string]string{
+		"agentrunner.yaml": strings.ReplaceAll(processRotateConfig, "%LISTEN%", addr),
+		"agent.sh":         "printf '# Note\\n\\n## Body\\nKey: %s\\n' \"$ROTATE_AGENT_KEY\" > \"$1\"\n",
+		"agent.md":         "# Agent\n", "note.md": "# Note\n\n## Body\n<!-- text -->\n", "tools.md": "# Tools\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Unsetenv("ROTATE_AGENT_KEY")
+	if code, _, stderr := cliRunIn(t, "", "secrets", "keygen", filepath.Join(dir, "age.key")); code != exitOK {
+		t.Fatal(stderr)
+	}
+	setSecret(t, cfg, "ROTATE_AGENT_KEY", "agent-key-one")
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var stdout, stderr syncbuf.Buffer
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, []string{"serve", "-c", cfg}, &stdout, &stderr) }()
+	defer func() { cancel(); <-done }()
+
+	c := apiClient(t, addr, "")
+	noteSays := func(key string) {
+		t.Helper()
+		var id string
+		waitFor(t, "serve to start a run", func() bool {
+			select {
+			case code := <-done:
+				t.Fatalf("serve exited %d; stderr:\n%s", code, stderr.String())
+			default:
+			}
+			started, err := c.StartRun(ctx, "notes", nil)
+			if err == nil && started.Run != nil {
+				id = started.Run.ID
+			}
+			return err == nil && started.Run != nil
+		})
+		path := filepath.Join(dir, "artifacts", "runs", "notes", id, "note.md")
+		waitFor(t, "the note of "+id, func() bool {
+			data, _ := os.ReadFile(path)
+			return strings.Contains(string(data), "Key: ")
+		})
+		if data, _ := os.ReadFile(path); !strings.Contains(string(data), "Key: "+key+"\n") {
+			t.Errorf("run %s's agent wrote %q, want the key %s", id, data, key)
+		}
+	}
+	noteSays("agent-key-one")
+	setSecret(t, cfg, "ROTATE_AGENT_KEY", "agent-key-two")
+	if _, err := c.Reload(ctx, "rotated the agent's key"); err != nil {
+		t.Fatalf("reload: %v", err)
+	}
+	waitFor(t, "the reload", func() bool { return strings.Contains(stderr.String(), "config.reloaded") })
+	noteSays("agent-key-two")
+}

@@ -163,7 +163,7 @@ func buildRuntimes(cfg *config.Config, tools *tool.Executor, clock agentrunner.C
 			runtimes[name] = mock.New(mock.Options{Now: clock.Now})
 		case config.ProviderProcess:
 			problems = append(problems, processToolKeys(cfg, name)...)
-			rt, err := process.New(processConfig(cfg, name))
+			rt, err := process.New(processConfig(cfg, name, lookupEnv))
 			if err != nil {
 				problems = append(problems, problem(cfg, "providers."+name, err))
 				continue
@@ -192,10 +192,11 @@ func buildRuntimes(cfg *config.Config, tools *tool.Executor, clock agentrunner.C
 
 // processConfig is the runtime configuration of a process provider: its
 // command, and the environment its agents get, the provider's and each
-// agent's own.
-func processConfig(cfg *config.Config, provider string) process.Config {
+// agent's own, with the passed variables read through lookup (the
+// runner's secrets) at each start.
+func processConfig(cfg *config.Config, provider string, lookup func(string) (string, bool)) process.Config {
 	p := cfg.Providers[provider]
-	pc := process.Config{Command: p.Command, Env: process.Env(p.Env), KillGrace: p.KillGrace.D(), Agents: map[string]process.Env{}}
+	pc := process.Config{Command: p.Command, Env: process.Env(p.Env), KillGrace: p.KillGrace.D(), Agents: map[string]process.Env{}, Lookup: lookup}
 	for name, a := range cfg.Agents {
 		if a != nil && a.Provider == provider {
 			pc.Agents[name] = process.Env(a.Env)
@@ -369,7 +370,7 @@ func openRunner(ctx context.Context, ws *workspace.Workspace, clock agentrunner.
 			counts, err := r.store.RunCounts(ctx)
 			return counts.WaitingGates, err
 		},
-		Store: r.store, Pipelines: slices.Collect(maps.Keys(cfg.Graphs())),
+		Store: r.store, Pipelines: slices.Collect(maps.Keys(cfg.Graphs())), PipelineNames: r.pipelineNames,
 		Build: metricsBuild(),
 	})
 	keys, problems := providerKeys(cfg, lookupEnv)
@@ -476,6 +477,16 @@ func unregisteredTools(cfg *config.Config, reg *tool.Registry) config.Problems {
 		}
 	}
 	return problems
+}
+
+// pipelineNames names the pipelines the engine runs now (a reload may
+// add or remove some), or those of the configuration the runner opened
+// before the engine is built.
+func (r *runner) pipelineNames() []string {
+	if r.engine == nil {
+		return slices.Collect(maps.Keys(r.ws.Config.Graphs()))
+	}
+	return slices.Collect(maps.Keys(r.engine.Scheduler().Pipelines()))
 }
 
 // liveConfig is the configuration the engine runs with now, or the one

@@ -82,6 +82,37 @@ func Build(environ, extra []string, specs ...Spec) []string {
 			env.put(name, value)
 		}
 	}
+	return env.finish(extra, specs)
+}
+
+// BuildWith is Build with the variables the specs pass read through
+// lookup (the runner's secrets: its environment, NAME_FILE files and the
+// secrets file) instead of environ, at each call, so a secret rotated
+// since reaches the next child; a name lookup does not find is absent.
+// A nil lookup is Build.
+func BuildWith(lookup func(string) (string, bool), environ, extra []string, specs ...Spec) []string {
+	if lookup == nil {
+		return Build(environ, extra, specs...)
+	}
+	var env vars
+	for _, kv := range environ {
+		name, value, ok := strings.Cut(kv, "=")
+		if ok && name != "" && isBase(name) && !passed(name, specs) {
+			env.put(name, value)
+		}
+	}
+	for _, s := range specs {
+		for _, name := range s.Pass {
+			if v, ok := lookup(name); ok {
+				env.put(name, v)
+			}
+		}
+	}
+	return env.finish(extra, specs)
+}
+
+// finish adds what the specs set, then extra.
+func (env *vars) finish(extra []string, specs []Spec) []string {
 	for _, s := range specs {
 		for _, name := range slices.Sorted(maps.Keys(s.Set)) {
 			env.put(name, s.Set[name])

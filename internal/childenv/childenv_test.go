@@ -48,6 +48,25 @@ func TestBuild(t *testing.T) {
 	}
 }
 
+// TestBuildWith: the passed variables come from lookup (the runner's
+// secrets), the base ones from environ; a passed name lookup does not
+// find is absent even when environ has it, and nothing else of environ
+// gets through.
+func TestBuildWith(t *testing.T) {
+	environ := []string{"PATH=/usr/bin", "HOME=/home/op", "GITHUB_TOKEN=ghp-env", "OPENAI_API_KEY=sk-runner"}
+	secrets := map[string]string{"GITHUB_TOKEN": "ghp-rotated", "BRAVE_API_KEY": "from-the-file"}
+	lookup := func(name string) (string, bool) { v, ok := secrets[name]; return v, ok }
+	got := BuildWith(lookup, environ, []string{"AGENTRUNNER_OUTPUT=/out"},
+		Spec{Pass: []string{"GITHUB_TOKEN", "BRAVE_API_KEY", "HOME"}, Set: map[string]string{"MODE": "fast"}})
+	want := []string{"PATH=/usr/bin", "GITHUB_TOKEN=ghp-rotated", "BRAVE_API_KEY=from-the-file", "MODE=fast", "AGENTRUNNER_OUTPUT=/out"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("BuildWith (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(Build(environ, nil, Spec{Pass: []string{"GITHUB_TOKEN"}}), BuildWith(nil, environ, nil, Spec{Pass: []string{"GITHUB_TOKEN"}})); diff != "" {
+		t.Errorf("BuildWith without a lookup is not Build (-Build +BuildWith):\n%s", diff)
+	}
+}
+
 func TestCheck(t *testing.T) {
 	tests := []struct {
 		name string

@@ -5,6 +5,7 @@ package runtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -142,6 +143,16 @@ type Scheduler struct {
 	mu   sync.Mutex
 	cur  *scheduler.Scheduler
 	stop func()
+	// reload gives the pipelines of a reload (OnReload).
+	reload func() map[string]*agentrunner.Pipeline
+}
+
+// OnReload makes an operator's reload give the pipelines next returns,
+// on the same kinds; none is the same graph as before (Reloaded.Same).
+func (s *Scheduler) OnReload(next func() map[string]*agentrunner.Pipeline) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reload = next
 }
 
 // Start runs a scheduler of pipelines over store, with kind for the steps
@@ -161,10 +172,19 @@ func Start(t testing.TB, store agentrunner.Store, dir string, kind *HoldKind, pi
 func (s *Scheduler) Restart() {
 	s.t.Helper()
 	s.Stop()
+	kinds := map[string]agentrunner.StepKind{
+		KindScript: s.kind, agentrunner.KindAgent: s.kind, agentrunner.KindGate: &gate.Kind{},
+	}
 	sched, err := scheduler.New(scheduler.Options{
-		Store: s.store, Pipelines: s.pipelines,
-		Kinds: map[string]agentrunner.StepKind{
-			KindScript: s.kind, agentrunner.KindAgent: s.kind, agentrunner.KindGate: &gate.Kind{},
+		Store: s.store, Pipelines: s.pipelines, Kinds: kinds,
+		Reload: func() (*scheduler.Reloaded, error) {
+			s.mu.Lock()
+			next := s.reload
+			s.mu.Unlock()
+			if next == nil {
+				return nil, errors.New("this runner cannot reload its configuration")
+			}
+			return &scheduler.Reloaded{Pipelines: next(), Kinds: kinds, Path: "reloaded"}, nil
 		},
 		RunDir: func(p, id string) string { return filepath.Join(s.dir, "runs", p, id) },
 		AttemptDir: func(runDir, step string, n int) string {
@@ -212,6 +232,14 @@ func (s *Scheduler) Wake() { s.current().Wake() }
 // Await waits for the result of command id on the scheduler running now.
 func (s *Scheduler) Await(ctx context.Context, id int64) (string, error) {
 	return s.current().Await(ctx, id)
+}
+
+// Pipelines are the pipelines of the scheduler running now.
+func (s *Scheduler) Pipelines() map[string]*agentrunner.Pipeline { return s.current().Pipelines() }
+
+// RunPipeline is the graph run runs on in the scheduler running now.
+func (s *Scheduler) RunPipeline(run *agentrunner.Run) *agentrunner.Pipeline {
+	return s.current().RunPipeline(run)
 }
 
 // ReviewPipeline drafts, waits at a gate (signoff, whose timeout of an

@@ -76,8 +76,8 @@ type Config struct {
 	// A Command[0] without a slash is looked up in the runner's PATH.
 	Command []string
 	// Env is what every agent of this runtime gets besides the base
-	// variables (see Run): variables of the runner's environment passed by
-	// name, and variables set to a value.
+	// variables (see Run): variables of the runner's secrets passed by
+	// name (see Lookup), and variables set to a value.
 	Env Env
 	// Agents adds, per agent name, to Env: its Pass names join Env's, its
 	// Set values replace Env's of the same name.
@@ -85,6 +85,11 @@ type Config struct {
 	// KillGrace is how long a process gets between SIGTERM and SIGKILL when
 	// its attempt times out or is cancelled. Zero means DefaultKillGrace.
 	KillGrace time.Duration
+	// Lookup, if set, reads the passed variables when each agent starts:
+	// the runner's secrets (its environment, NAME_FILE files, the secrets
+	// file), so a secret rotated and reloaded reaches the next agent.
+	// nil: the runner's environment.
+	Lookup func(string) (string, bool)
 }
 
 // Runtime runs agents as child processes. It is immutable, so one Runtime
@@ -94,6 +99,7 @@ type Runtime struct {
 	env       Env
 	agents    map[string]Env
 	killGrace time.Duration
+	lookup    func(string) (string, bool)
 }
 
 var _ agentrunner.Runtime = (*Runtime)(nil)
@@ -111,7 +117,7 @@ func New(cfg Config) (*Runtime, error) {
 	} else if cfg.Command[0] == "" {
 		problems = append(problems, "command[0] (the program) is empty")
 	}
-	r := &Runtime{killGrace: cfg.KillGrace}
+	r := &Runtime{killGrace: cfg.KillGrace, lookup: cfg.Lookup}
 	for i, arg := range cfg.Command {
 		if strings.IndexByte(arg, 0) >= 0 {
 			problems = append(problems, fmt.Sprintf("command[%d] contains a NUL byte", i))
@@ -150,10 +156,11 @@ func New(cfg Config) (*Runtime, error) {
 //
 // The agent's environment is built, not inherited: the base variables of
 // package childenv (PATH, HOME, LANG, TZ, TMPDIR, LC_*, and on Windows the
-// few a process needs to start), what Config.Env and Config.Agents pass and
-// set, and the AGENTRUNNER_* variables of the invocation. Nothing else of
-// the runner's environment reaches the agent, so none of the runner's
-// secrets does unless the configuration passes it by name.
+// few a process needs to start), what Config.Env and Config.Agents pass
+// (read through Config.Lookup now) and set, and the AGENTRUNNER_* variables
+// of the invocation. Nothing else of the runner's environment reaches the
+// agent, so none of the runner's secrets does unless the configuration
+// passes it by name.
 func (r *Runtime) Run(ctx context.Context, inv *agentrunner.Invocation) (*agentrunner.RunResult, error) {
 	if err := checkInvocation(inv); err != nil {
 		return nil, err
@@ -169,7 +176,7 @@ func (r *Runtime) Run(ctx context.Context, inv *agentrunner.Invocation) (*agentr
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = WorkDir(inv)
 	// Never os.Environ() as a whole: it holds the runner's secrets.
-	cmd.Env = childenv.Build(os.Environ(), invocationEnv(inv), r.env, r.agents[inv.Agent])
+	cmd.Env = childenv.BuildWith(r.lookup, os.Environ(), invocationEnv(inv), r.env, r.agents[inv.Agent])
 	cmd.SysProcAttr = sysProcAttr()
 
 	result := &agentrunner.RunResult{

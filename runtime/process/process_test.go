@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -187,6 +188,47 @@ func TestRunGivesTheAgentOnlyTheAllowedEnvironment(t *testing.T) {
 		if _, leaked := got[k]; leaked && k != "GITHUB_TOKEN" && k != "ANTHROPIC_API_KEY" {
 			t.Errorf("the agent got the runner's %s", k)
 		}
+	}
+}
+
+// TestRunReadsThePassedVariablesAtEachStart: with Config.Lookup (the
+// runner's secrets), a passed variable comes from it, not from the
+// environment, and is read again for each agent: a secret rotated between
+// two runs reaches the second.
+func TestRunReadsThePassedVariablesAtEachStart(t *testing.T) {
+	t.Setenv("GITHUB_TOKEN", "ghp-environment")
+	var mu sync.Mutex
+	secrets := map[string]string{"GITHUB_TOKEN": "ghp-from-the-file", "BRAVE_API_KEY": "brave-1"}
+	lookup := func(name string) (string, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		v, ok := secrets[name]
+		return v, ok
+	}
+	rt := mustNew(t, process.Config{Command: []string{"env"}, Env: process.Env{Pass: []string{"GITHUB_TOKEN"}},
+		Agents: map[string]process.Env{"planner": {Pass: []string{"BRAVE_API_KEY"}}}, Lookup: lookup})
+	run := func() map[string]string {
+		t.Helper()
+		inv := newInvocation(t) // agent "planner"
+		if _, err := rt.Run(context.Background(), inv); err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		got := map[string]string{}
+		for _, line := range lines(readFile(t, inv.Dir, "stdout.log")) {
+			if k, v, ok := strings.Cut(line, "="); ok && (k == "GITHUB_TOKEN" || k == "BRAVE_API_KEY") {
+				got[k] = v
+			}
+		}
+		return got
+	}
+	if diff := cmp.Diff(map[string]string{"GITHUB_TOKEN": "ghp-from-the-file", "BRAVE_API_KEY": "brave-1"}, run()); diff != "" {
+		t.Errorf("first run (-want +got):\n%s", diff)
+	}
+	mu.Lock()
+	secrets["BRAVE_API_KEY"] = "brave-2"
+	mu.Unlock()
+	if got := run()["BRAVE_API_KEY"]; got != "brave-2" {
+		t.Errorf("after the rotation the agent got BRAVE_API_KEY=%q, want brave-2", got)
 	}
 }
 
