@@ -149,6 +149,12 @@ func New(opts Options) (*Engine, error) {
 
 // scheduler builds a scheduler of pipelines on the current workspace.
 func (e *Engine) scheduler(pipelines map[string]*agentrunner.Pipeline) (*scheduler.Scheduler, error) {
+	return e.schedulerWith(pipelines, e.reload)
+}
+
+// schedulerWith is scheduler with the reload it applies, when the engine
+// can reload.
+func (e *Engine) schedulerWith(pipelines map[string]*agentrunner.Pipeline, reload func() (*scheduler.Reloaded, error)) (*scheduler.Scheduler, error) {
 	ws, cfg := e.workspace()
 	e.cfgMu.RLock()
 	boxes, runtimes := e.boxes, e.runtimes
@@ -179,7 +185,7 @@ func (e *Engine) scheduler(pipelines map[string]*agentrunner.Pipeline) (*schedul
 		return nil, err
 	}
 	if e.opts.Reload != nil {
-		opts.Reload = e.reload
+		opts.Reload = reload
 	}
 	return scheduler.New(opts)
 }

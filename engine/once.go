@@ -78,15 +78,27 @@ func (e *Engine) once(ctx context.Context, pipeline string, inputs map[string]an
 }
 
 // unscheduled is a scheduler of the workspace's pipelines without their
-// schedules.
+// schedules, and so are the pipelines a reload gives it: a run --once
+// told to reload does not start the runs their schedules say are due.
 func (e *Engine) unscheduled() (*scheduler.Scheduler, error) {
-	pipelines := e.Config().Graphs()
+	return e.schedulerWith(withoutSchedules(e.Config().Graphs()), func() (*scheduler.Reloaded, error) {
+		r, err := e.reload()
+		if err == nil {
+			r.Pipelines = withoutSchedules(r.Pipelines)
+		}
+		return r, err
+	})
+}
+
+// withoutSchedules returns copies of pipelines without their schedules.
+func withoutSchedules(pipelines map[string]*agentrunner.Pipeline) map[string]*agentrunner.Pipeline {
+	out := make(map[string]*agentrunner.Pipeline, len(pipelines))
 	for name, p := range pipelines {
 		unscheduled := *p
 		unscheduled.Every, unscheduled.Cron = 0, nil
-		pipelines[name] = &unscheduled
+		out[name] = &unscheduled
 	}
-	return e.scheduler(pipelines)
+	return out
 }
 
 // cycleOnce waits until sched has applied the pending commands, then

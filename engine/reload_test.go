@@ -397,3 +397,48 @@ func TestReloadStillRefusesAddedAgents(t *testing.T) {
 		t.Errorf("audit %q", got)
 	}
 }
+
+// TestARunOnceThatReloadsStartsNoScheduledRun: the scheduler of a run
+// --once has no schedules, and a reload keeps it so: the pipelines it
+// takes have none either, and no other cycle starts.
+func TestARunOnceThatReloadsStartsNoScheduledRun(t *testing.T) {
+	f := newFixture(t, execsvc.MockOptions{}, nil)
+	reloaded := make(chan struct{})
+	e := f.engineWith(func(o *Options) {
+		record := o.OnEvent
+		o.OnEvent = func(ev *agentrunner.Event) {
+			record(ev)
+			if ev.Type == EventReloaded {
+				close(reloaded)
+			}
+		}
+	})
+	var scheduled []string
+	f.onRun = func(inv *agentrunner.Invocation) {
+		if inv.Step != "plan" {
+			return
+		}
+		f.edit(config.FileName, "  every: 6h", "  every: 1m")
+		f.command(e, agentrunner.CommandReload, "root", nil)
+		select {
+		case <-reloaded:
+		case <-time.After(10 * time.Second):
+			t.Error("the reload was not applied while plan ran")
+		}
+		for name, p := range e.active.Load().Pipelines() {
+			if p.Scheduled() {
+				scheduled = append(scheduled, name)
+			}
+		}
+		f.clock.Advance(time.Hour) // a fire of every 1m is due
+	}
+	if c := f.runOnce(e); c.Status != agentrunner.CycleCompleted {
+		t.Fatalf("cycle %s (%s)", c.Status, c.Error)
+	}
+	if len(scheduled) != 0 {
+		t.Errorf("pipelines with a schedule after the reload of a run --once: %v", scheduled)
+	}
+	if runs, err := f.store.Runs(context.Background(), agentrunner.RunFilter{}); err != nil || len(runs) != 1 {
+		t.Errorf("%d runs (%v), want the one cycle", len(runs), err)
+	}
+}
