@@ -78,16 +78,7 @@ func TestReloadTakesPromptsAndSchedule(t *testing.T) {
 // artifact follows the new one.
 func TestReloadTakesAContract(t *testing.T) {
 	f := newFixture(t, execsvc.MockOptions{}, nil)
-	reloaded := make(chan struct{})
-	e := f.engineWith(func(o *Options) {
-		record := o.OnEvent
-		o.OnEvent = func(ev *agentrunner.Event) {
-			record(ev)
-			if ev.Type == EventReloaded {
-				close(reloaded)
-			}
-		}
-	})
+	e, reloaded := f.engineTellingReload()
 	old, err := os.ReadFile(filepath.Join(f.dir, "output_templates/research.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -403,16 +394,7 @@ func TestReloadStillRefusesAddedAgents(t *testing.T) {
 // takes have none either, and no other cycle starts.
 func TestARunOnceThatReloadsStartsNoScheduledRun(t *testing.T) {
 	f := newFixture(t, execsvc.MockOptions{}, nil)
-	reloaded := make(chan struct{})
-	e := f.engineWith(func(o *Options) {
-		record := o.OnEvent
-		o.OnEvent = func(ev *agentrunner.Event) {
-			record(ev)
-			if ev.Type == EventReloaded {
-				close(reloaded)
-			}
-		}
-	})
+	e, reloaded := f.engineTellingReload()
 	var scheduled []string
 	f.onRun = func(inv *agentrunner.Invocation) {
 		if inv.Step != "plan" {
@@ -441,4 +423,20 @@ func TestARunOnceThatReloadsStartsNoScheduledRun(t *testing.T) {
 	if runs, err := f.store.Runs(context.Background(), agentrunner.RunFilter{}); err != nil || len(runs) != 1 {
 		t.Errorf("%d runs (%v), want the one cycle", len(runs), err)
 	}
+}
+
+// engineTellingReload is f's engine and a channel closed once a reload
+// was applied.
+func (f *fixture) engineTellingReload() (*Engine, <-chan struct{}) {
+	reloaded := make(chan struct{})
+	e := f.engineWith(func(o *Options) {
+		record := o.OnEvent
+		o.OnEvent = func(ev *agentrunner.Event) {
+			record(ev)
+			if ev.Type == EventReloaded {
+				close(reloaded)
+			}
+		}
+	})
+	return e, reloaded
 }

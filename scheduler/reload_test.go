@@ -117,10 +117,7 @@ func TestAReloadThatAddsAStepAppliesToTheNextRun(t *testing.T) {
 	k, release := holdStep("a")
 	h := newHarness(t, k, pair("two"))
 	h.reloadTo(func() (map[string]*agentrunner.Pipeline, map[string]bool) {
-		next := pair("two")
-		next.Steps["b"].Next = "c"
-		next.Steps["c"] = &agentrunner.Step{ID: "c", Kind: "script", Next: agentrunner.EndStep}
-		return map[string]*agentrunner.Pipeline{"two": next}, nil
+		return map[string]*agentrunner.Pipeline{"two": pairThenC("two")}, nil
 	})
 	h.run()
 	freeOnFailure(t, release)
@@ -240,10 +237,7 @@ func TestAReloadAddsAndRemovesPipelines(t *testing.T) {
 // ones; once the run ends, its graph is forgotten.
 func TestARunOnAGraphAReloadReplacedAnswersWithItsGraph(t *testing.T) {
 	k, release := holdStep("a")
-	old := pair("two")
-	next := pair("two")
-	next.Steps["b"].Next = "c"
-	next.Steps["c"] = &agentrunner.Step{ID: "c", Kind: "script", Next: agentrunner.EndStep}
+	old, next := pair("two"), pairThenC("two")
 	h := newHarness(t, k, old)
 	h.reloadTo(func() (map[string]*agentrunner.Pipeline, map[string]bool) {
 		return map[string]*agentrunner.Pipeline{"two": next}, nil
@@ -391,4 +385,12 @@ func TestARestartGoesOnWithTheGraphOnDisk(t *testing.T) {
 	}
 	h.completed(passed)
 	h.check()
+}
+
+// pairThenC is pair with a step c after b.
+func pairThenC(name string) *agentrunner.Pipeline {
+	p := pair(name)
+	p.Steps["b"].Next = "c"
+	p.Steps["c"] = &agentrunner.Step{ID: "c", Kind: "script", Next: agentrunner.EndStep}
+	return p
 }

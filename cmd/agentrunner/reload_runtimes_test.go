@@ -1,13 +1,11 @@
 package main
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/agentrunner/agentrunner/internal/syncbuf"
 	"github.com/agentrunner/agentrunner/llm/fake"
 )
 
@@ -58,25 +56,20 @@ func TestServeReloadMovesAnAgentToAnotherProvider(t *testing.T) {
 	t.Setenv("MOVES_OPS_KEY", "ops-key-moves-0123456789")
 	t.Setenv("OPENAI_BASE_URL", "")
 
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	var stdout, stderr syncbuf.Buffer
-	done := make(chan int, 1)
-	go func() { done <- run(ctx, []string{"serve", "-c", cfg}, &stdout, &stderr) }()
-	defer func() { cancel(); <-done }()
+	_, stderr, done := serving(t, cfg)
 	c := apiClient(t, addr, "ops-key-moves-0123456789")
-	startRun(t, c, first, 1, done, &stderr)
+	startRun(t, c, first, 1, done, stderr)
 
 	reload := func(old, new, want string) {
 		t.Helper()
 		editFile(t, cfg, old, new)
-		cmd, err := c.Reload(ctx, "moves")
+		cmd, err := c.Reload(t.Context(), "moves")
 		if err != nil {
 			t.Fatalf("reload: %v", err)
 		}
 		var result string
 		waitFor(t, "the reload's result", func() bool {
-			list, err := c.Audit(ctx, 10, 0)
+			list, err := c.Audit(t.Context(), 10, 0)
 			for _, got := range list.Commands {
 				if err == nil && got.ID == cmd.ID && got.ConsumedAt != nil {
 					result = got.Result
@@ -89,14 +82,14 @@ func TestServeReloadMovesAnAgentToAnotherProvider(t *testing.T) {
 		}
 	}
 	reload("defaults: {provider: first", "defaults: {provider: second", "reloaded ")
-	startRun(t, c, second, 1, done, &stderr)
+	startRun(t, c, second, 1, done, stderr)
 	if got := second.Requests()[0].Model; got != "gpt-second" {
 		t.Errorf("the request after the reload asks for model %q, want gpt-second", got)
 	}
 
 	reload("defaults: {provider: second", "defaults: {provider: third", "ignored: the agents' runtimes cannot be built: ")
 	reload("  writer: {identity: agent.md,", "  writer: {identity: agent.md, tools: [web_fetch],", "ignored: the agents' runtimes cannot be built: ")
-	startRun(t, c, second, 2, done, &stderr)
+	startRun(t, c, second, 2, done, stderr)
 	if n := len(first.Requests()); n != 1 {
 		t.Errorf("the first provider got %d requests, want 1", n)
 	}

@@ -54,35 +54,28 @@ func TestServeUsesRotatedSecretsFromTheNextRequest(t *testing.T) {
 	opsFile := filepath.Join(dir, "ops.key")
 	writeSecret(t, opsFile, "ops-key-one-0123456789\n")
 	t.Setenv("ROTATE_OPS_KEY_FILE", opsFile)
-	if code, _, stderr := cliRunIn(t, "", "secrets", "keygen", filepath.Join(dir, "age.key")); code != exitOK {
-		t.Fatal(stderr)
-	}
+	keygen(t, dir)
 	setSecret(t, cfg, "ROTATE_OPENAI_KEY", "sk-key-one")
 
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	var stdout, stderr syncbuf.Buffer
-	done := make(chan int, 1)
-	go func() { done <- run(ctx, []string{"serve", "-c", cfg}, &stdout, &stderr) }()
-	defer func() { cancel(); <-done }()
+	stdout, stderr, done := serving(t, cfg)
 
 	oldKey := apiClient(t, addr, "ops-key-one-0123456789")
-	startRun(t, oldKey, llmSrv, 1, done, &stderr)
+	startRun(t, oldKey, llmSrv, 1, done, stderr)
 	if got := llmSrv.Requests()[0].Header.Get("Authorization"); got != "Bearer sk-key-one" {
 		t.Fatalf("first request's Authorization %q, want the first key", got)
 	}
 
 	setSecret(t, cfg, "ROTATE_OPENAI_KEY", "sk-key-two")
 	writeSecret(t, opsFile, "ops-key-two-0123456789\n")
-	if _, err := oldKey.Reload(ctx, "rotated keys"); err != nil {
+	if _, err := oldKey.Reload(t.Context(), "rotated keys"); err != nil {
 		t.Fatalf("reload: %v", err)
 	}
 	newKey := apiClient(t, addr, "ops-key-two-0123456789")
-	waitFor(t, "the new API key to be accepted", func() bool { _, err := newKey.Status(ctx); return err == nil })
-	if _, err := oldKey.Status(ctx); agentrunner.ErrorCode(err) != agentrunner.EUNAUTHORIZED {
+	waitFor(t, "the new API key to be accepted", func() bool { _, err := newKey.Status(t.Context()); return err == nil })
+	if _, err := oldKey.Status(t.Context()); agentrunner.ErrorCode(err) != agentrunner.EUNAUTHORIZED {
 		t.Errorf("the old API key after the reload: %v, want unauthorized", err)
 	}
-	startRun(t, newKey, llmSrv, 2, done, &stderr)
+	startRun(t, newKey, llmSrv, 2, done, stderr)
 	if got := llmSrv.Requests()[1].Header.Get("Authorization"); got != "Bearer sk-key-two" {
 		t.Errorf("the request after the reload carries %q, want the rotated key", got)
 	}
@@ -179,17 +172,10 @@ func TestServeGivesAProcessAgentTheRotatedSecret(t *testing.T) {
 		}
 	}
 	os.Unsetenv("ROTATE_AGENT_KEY")
-	if code, _, stderr := cliRunIn(t, "", "secrets", "keygen", filepath.Join(dir, "age.key")); code != exitOK {
-		t.Fatal(stderr)
-	}
+	keygen(t, dir)
 	setSecret(t, cfg, "ROTATE_AGENT_KEY", "agent-key-one")
 
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	var stdout, stderr syncbuf.Buffer
-	done := make(chan int, 1)
-	go func() { done <- run(ctx, []string{"serve", "-c", cfg}, &stdout, &stderr) }()
-	defer func() { cancel(); <-done }()
+	_, stderr, done := serving(t, cfg)
 
 	c := apiClient(t, addr, "")
 	noteSays := func(key string) {
@@ -201,7 +187,7 @@ func TestServeGivesAProcessAgentTheRotatedSecret(t *testing.T) {
 				t.Fatalf("serve exited %d; stderr:\n%s", code, stderr.String())
 			default:
 			}
-			started, err := c.StartRun(ctx, "notes", nil)
+			started, err := c.StartRun(t.Context(), "notes", nil)
 			if err == nil && started.Run != nil {
 				id = started.Run.ID
 			}
@@ -218,9 +204,27 @@ func TestServeGivesAProcessAgentTheRotatedSecret(t *testing.T) {
 	}
 	noteSays("agent-key-one")
 	setSecret(t, cfg, "ROTATE_AGENT_KEY", "agent-key-two")
-	if _, err := c.Reload(ctx, "rotated the agent's key"); err != nil {
+	if _, err := c.Reload(t.Context(), "rotated the agent's key"); err != nil {
 		t.Fatalf("reload: %v", err)
 	}
 	waitFor(t, "the reload", func() bool { return strings.Contains(stderr.String(), "config.reloaded") })
 	noteSays("agent-key-two")
+}
+
+// keygen makes the age key of the secrets file in dir.
+func keygen(t *testing.T, dir string) {
+	t.Helper()
+	if code, _, stderr := cliRunIn(t, "", "secrets", "keygen", filepath.Join(dir, "age.key")); code != exitOK {
+		t.Fatal(stderr)
+	}
+}
+
+// serving runs serve on the configuration cfg until the test ends; done
+// receives its exit code.
+func serving(t *testing.T, cfg string) (stdout, stderr *syncbuf.Buffer, done chan int) {
+	ctx, cancel := context.WithCancel(t.Context())
+	stdout, stderr, done = &syncbuf.Buffer{}, &syncbuf.Buffer{}, make(chan int, 1)
+	go func() { done <- run(ctx, []string{"serve", "-c", cfg}, stdout, stderr) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return stdout, stderr, done
 }
