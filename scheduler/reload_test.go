@@ -85,11 +85,7 @@ func TestAReloadOfTheSameGraphMovesRunsInFlight(t *testing.T) {
 		next.Steps["b"].Timeout = 7 * time.Second
 		return map[string]*agentrunner.Pipeline{"two": next}, map[string]bool{"two": true}
 	})
-	h.run()
-	freeOnFailure(t, release)
-	id := h.startRun("two", nil)
-	waitCalls(t, k, 1)
-	h.reload()
+	id := h.reloadWhileRunning(t, k, release, "two")
 	close(release)
 	h.completed(id)
 	mu.Lock()
@@ -119,11 +115,7 @@ func TestAReloadThatAddsAStepAppliesToTheNextRun(t *testing.T) {
 	h.reloadTo(func() (map[string]*agentrunner.Pipeline, map[string]bool) {
 		return map[string]*agentrunner.Pipeline{"two": pairThenC("two")}, nil
 	})
-	h.run()
-	freeOnFailure(t, release)
-	first := h.startRun("two", nil)
-	waitCalls(t, k, 1)
-	h.reload()
+	first := h.reloadWhileRunning(t, k, release, "two")
 	close(release)
 	h.completed(first)
 	if got := h.visited(first); !slices.Equal(got, []string{"a", "b"}) {
@@ -203,11 +195,7 @@ func TestAReloadAddsAndRemovesPipelines(t *testing.T) {
 		fresh.Name = "fresh"
 		return map[string]*agentrunner.Pipeline{"job": job(), "fresh": fresh}, map[string]bool{"job": true}
 	})
-	h.run()
-	freeOnFailure(t, release)
-	inFlight := h.startRun("two", nil)
-	waitCalls(t, k, 1)
-	h.reload()
+	inFlight := h.reloadWhileRunning(t, k, release, "two")
 	if got, want := h.override(agentrunner.CommandStartRun, map[string]any{"pipeline": "two"}), `refused: pipeline "two" is not configured`; got != want {
 		t.Errorf("a run of the removed pipeline by command: %q, want %q", got, want)
 	}
@@ -242,11 +230,7 @@ func TestARunOnAGraphAReloadReplacedAnswersWithItsGraph(t *testing.T) {
 	h.reloadTo(func() (map[string]*agentrunner.Pipeline, map[string]bool) {
 		return map[string]*agentrunner.Pipeline{"two": next}, nil
 	})
-	h.run()
-	freeOnFailure(t, release)
-	id := h.startRun("two", nil)
-	waitCalls(t, k, 1)
-	h.reload()
+	id := h.reloadWhileRunning(t, k, release, "two")
 	run := &agentrunner.Run{ID: id, Pipeline: "two"}
 	if h.sched.RunPipeline(run) != old || h.sched.Pipelines()["two"] != next {
 		t.Error("the run in flight does not answer with its graph, or the pipelines are not the reloaded ones")
@@ -337,11 +321,7 @@ func TestARunInFlightKeepsTheStepKindsOfItsGraph(t *testing.T) {
 			return &scheduler.Reloaded{Pipelines: map[string]*agentrunner.Pipeline{"two": next}, Kinds: kinds, Path: "/w/agentrunner.yaml"}, nil
 		}
 	}
-	h.run()
-	freeOnFailure(t, release)
-	first := h.startRun("two", nil)
-	waitCalls(t, k, 1)
-	h.reload()
+	first := h.reloadWhileRunning(t, k, release, "two")
 	close(release)
 	h.completed(first)
 	if got := other.Calls(); len(got) != 1 || got[0].Run != first || got[0].Step != "b" {
@@ -393,4 +373,17 @@ func pairThenC(name string) *agentrunner.Pipeline {
 	p.Steps["b"].Next = "c"
 	p.Steps["c"] = &agentrunner.Step{ID: "c", Kind: "script", Next: agentrunner.EndStep}
 	return p
+}
+
+// reloadWhileRunning starts the harness and a run of pipeline, and
+// reloads while the run's first attempt is held by k until release is
+// closed; it returns the run's id.
+func (h *harness) reloadWhileRunning(t *testing.T, k *scriptKind, release chan struct{}, pipeline string) string {
+	t.Helper()
+	h.run()
+	freeOnFailure(t, release)
+	id := h.startRun(pipeline, nil)
+	waitCalls(t, k, 1)
+	h.reload()
+	return id
 }
