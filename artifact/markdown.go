@@ -79,7 +79,11 @@ func NewMarkdownContract(template []byte) (*MarkdownContract, error) {
 	if isBlank(template) {
 		return nil, agentrunner.Errorf(agentrunner.EINVALID, "template is empty")
 	}
-	doc := parseMarkdown(template)
+	return newContract(parseMarkdown(template))
+}
+
+func newContract(doc *mdDocument) (*MarkdownContract, error) {
+	template := doc.src
 	c := &MarkdownContract{}
 	var stack []*templateSection
 	for i, h := range doc.headings {
@@ -159,6 +163,11 @@ func (c *MarkdownContract) validate(data []byte) ([]Problem, *mdDocument) {
 		return []Problem{problemEmpty}, nil
 	}
 	doc := parseMarkdown(data)
+	return c.check(doc), doc
+}
+
+// check validates a parsed artifact.
+func (c *MarkdownContract) check(doc *mdDocument) []Problem {
 	v := &mdValidation{doc: doc, used: make([]bool, len(doc.headings))}
 	if c.title != nil && !doc.hasTitle() {
 		v.problems = append(v.problems, Problem{
@@ -168,7 +177,7 @@ func (c *MarkdownContract) validate(data []byte) ([]Problem, *mdDocument) {
 	}
 	v.matchScope(c.roots, 0, len(doc.headings))
 	v.problems = append(v.problems, doc.unfilledPlaceholders()...)
-	return v.problems, doc
+	return v.problems
 }
 
 // mdValidation is the state of one Validate call.
@@ -348,8 +357,20 @@ func (h mdHeading) display() string {
 	return strings.Repeat("#", h.level) + " " + h.text
 }
 
+// parseMarkdown parses with scanMarkdown when the document is in its
+// subset, else with goldmark.
 func parseMarkdown(src []byte) *mdDocument {
-	root := markdown.Parser().Parse(text.NewReader(src))
+	if root := scanMarkdown(src); root != nil {
+		return newMDDocument(src, root)
+	}
+	return parseGoldmark(src)
+}
+
+func parseGoldmark(src []byte) *mdDocument {
+	return newMDDocument(src, markdown.Parser().Parse(text.NewReader(src)))
+}
+
+func newMDDocument(src []byte, root ast.Node) *mdDocument {
 	d := &mdDocument{src: src, lines: newLineIndex(src), root: root}
 	for n := root.FirstChild(); n != nil; n = n.NextSibling() {
 		if h, ok := n.(*ast.Heading); ok {

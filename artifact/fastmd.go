@@ -1,0 +1,469 @@
+package artifact
+
+import (
+	"bytes"
+
+	"github.com/yuin/goldmark/ast"
+	east "github.com/yuin/goldmark/extension/ast"
+	"github.com/yuin/goldmark/text"
+)
+
+// scanMarkdown builds, for a common subset of markdown, the tree goldmark
+// builds, without goldmark's general machinery: validating a step's
+// output is on every step's path, and goldmark's parse costs far more
+// there than the scan. The subset: ATX headings, paragraphs, GFM pipe
+// tables and HTML comment blocks, every line at column 0, and headings
+// and table cells in plain text. It returns nil for anything else, which
+// the caller parses with goldmark. What it accepts must give contracts
+// the results goldmark's tree gives (see the differential tests).
+func scanMarkdown(src []byte) *ast.Document {
+	if bytes.IndexByte(src, '\r') >= 0 {
+		return nil
+	}
+	s := &mdScanner{src: src, doc: ast.NewDocument()}
+	for start := 0; start < len(src); {
+		end := len(src)
+		if i := bytes.IndexByte(src[start:], '\n'); i >= 0 {
+			end = start + i
+		}
+		next := min(end+1, len(src))
+		if !s.line(start, end, next) {
+			return nil
+		}
+		start = next
+	}
+	if !s.closeParagraph() {
+		return nil
+	}
+	return s.doc
+}
+
+// mdScanner is the state of one scanMarkdown. Line segments, as goldmark
+// keeps them, run from a line's start to after its newline.
+type mdScanner struct {
+	src     []byte
+	doc     *ast.Document
+	comment *ast.HTMLBlock // the open comment block, nil if none
+	para    []text.Segment // the open paragraph's lines
+}
+
+// line scans the line src[start:end], whose segment ends at next. It
+// returns false for a line outside the subset.
+func (s *mdScanner) line(start, end, next int) bool {
+	if s.comment != nil {
+		s.commentLine(start, next)
+		return true
+	}
+	line := s.src[start:end]
+	if isBlankLine(line) {
+		return s.closeParagraph()
+	}
+	for _, c := range line {
+		if c < ' ' {
+			return false
+		}
+	}
+	if line[0] == '#' {
+		if isHeading, ok := s.heading(start, end); isHeading || !ok {
+			return ok
+		}
+	}
+	switch {
+	case bytes.HasPrefix(line, commentOpen):
+		if !s.closeParagraph() {
+			return false
+		}
+		s.openComment(start, next)
+		return true
+	case startsBlock(line), bytes.Contains(line, commentOpen):
+		return false
+	case len(s.para) == 0 && line[0] == '[':
+		// A link reference definition, which goldmark removes.
+		return false
+	}
+	s.para = append(s.para, text.NewSegment(start, next))
+	return true
+}
+
+var (
+	commentOpen  = []byte("<!--")
+	commentClose = []byte("-->")
+)
+
+// isBlankLine reports whether goldmark takes a line for blank; a tab
+// would be, but lines with tabs are outside the subset.
+func isBlankLine(line []byte) bool {
+	for _, c := range line {
+		if c != ' ' {
+			return false
+		}
+	}
+	return true
+}
+
+// startsBlock reports whether a line may start (or, under a paragraph,
+// turn it into) a block the subset leaves out: indented code, lists, block
+// quotes, thematic breaks, setext underlines, fenced code, HTML other than
+// a comment. It errs towards yes.
+func startsBlock(line []byte) bool {
+	c := line[0]
+	switch c {
+	case ' ', '>', '<':
+		return true
+	case '-', '+', '*':
+		if len(line) == 1 || line[1] == ' ' {
+			return true // a list item
+		}
+	case '`', '~':
+		return bytes.HasPrefix(line, []byte{c, c, c})
+	}
+	if c == '-' || c == '*' || c == '_' || c == '=' {
+		return onlyBytes(line, c, ' ')
+	}
+	if n := leadingDigits(line); n > 0 && n < len(line) && (line[n] == '.' || line[n] == ')') {
+		return n+1 == len(line) || line[n+1] == ' ' // an ordered list item
+	}
+	return false
+}
+
+func onlyBytes(line []byte, a, b byte) bool {
+	for _, c := range line {
+		if c != a && c != b {
+			return false
+		}
+	}
+	return true
+}
+
+func leadingDigits(line []byte) int {
+	n := 0
+	for n < len(line) && line[n] >= '0' && line[n] <= '9' {
+		n++
+	}
+	return n
+}
+
+// heading adds the ATX heading on the line src[start:end], closing the
+// paragraph before it, and reports whether the line is one and whether
+// it is in the subset. Like goldmark it takes a closing sequence of '#'
+// off the text.
+func (s *mdScanner) heading(start, end int) (isHeading, ok bool) {
+	line := s.src[start:end]
+	level := 0
+	for level < len(line) && line[level] == '#' {
+		level++
+	}
+	if level > 6 || (level < len(line) && line[level] != ' ') {
+		return false, true // a paragraph's text
+	}
+	h := ast.NewHeading(level)
+	h.SetPos(start)
+	stop := end
+	for stop > start+level && s.src[stop-1] == ' ' {
+		stop--
+	}
+	from := start + level
+	for from < stop && s.src[from] == ' ' {
+		from++
+	}
+	if from < stop {
+		from, stop = headingText(s.src, from, stop)
+	}
+	if from < stop {
+		seg := text.NewSegment(from, stop)
+		if !plainInline(seg.Value(s.src)) {
+			return true, false
+		}
+		h.Lines().Append(seg)
+		h.AppendChild(h, ast.NewTextSegment(seg))
+	}
+	if !s.closeParagraph() {
+		return true, false
+	}
+	s.doc.AppendChild(s.doc, h)
+	return true, true
+}
+
+// headingText returns the text of a heading's content src[from:stop]
+// (trimmed, not empty) without its closing sequence, as goldmark's ATX
+// heading parser cuts it; from == stop when nothing is left.
+func headingText(src []byte, from, stop int) (int, int) {
+	line := src[from:stop]
+	i := len(line) - 1
+	for ; line[i] == '#' && i > 0; i-- {
+	}
+	if i == 0 && line[0] == '#' {
+		return from, from
+	}
+	n := len(line)
+	if i != n-1 && line[i] == ' ' {
+		n = i
+		for n > 0 && line[n-1] == ' ' {
+			n--
+		}
+	}
+	return from, from + n
+}
+
+// openComment opens an HTML comment block (goldmark's HTML block type 2)
+// on the line. A block whose first line holds its end is complete.
+func (s *mdScanner) openComment(start, next int) {
+	b := ast.NewHTMLBlock(ast.HTMLBlockType2)
+	b.SetPos(start)
+	b.Lines().Append(text.NewSegment(start, next))
+	s.doc.AppendChild(s.doc, b)
+	if !bytes.Contains(s.src[start:next], commentClose) {
+		s.comment = b
+	}
+}
+
+// commentLine adds a line to the open comment block: its closure line if
+// it holds the comment's end, else one of its lines.
+func (s *mdScanner) commentLine(start, next int) {
+	seg := text.NewSegment(start, next)
+	if bytes.Contains(seg.Value(s.src), commentClose) {
+		s.comment.ClosureLine = seg
+		s.comment = nil
+		return
+	}
+	s.comment.Lines().Append(seg)
+}
+
+// closeParagraph adds the open paragraph, if any, the way goldmark's
+// table extension transforms it: its lines from a header row followed by
+// a delimiter row on are a table. It reports false when the paragraph
+// or the table is outside the subset.
+func (s *mdScanner) closeParagraph() bool {
+	lines := s.para
+	if len(lines) == 0 {
+		return true
+	}
+	s.para = s.para[:0]
+	pos := lines[0].Start
+	for i := 1; i < len(lines); i++ {
+		aligns := parseDelimiterRow(lines[i].Value(s.src))
+		if aligns == nil {
+			continue
+		}
+		if bytes.IndexByte(lines[i-1].Value(s.src), '\\') >= 0 {
+			// An escaped pipe would change the header's cell count.
+			return false
+		}
+		header := s.tableRow(lines[i-1], aligns, true)
+		if header.ChildCount() != len(aligns) {
+			break
+		}
+		tbl := east.NewTable()
+		tbl.Alignments = aligns
+		tbl.SetPos(pos)
+		tbl.AppendChild(tbl, east.NewTableHeader(header))
+		for _, l := range lines[i+1:] {
+			tbl.AppendChild(tbl, s.tableRow(l, aligns, false))
+		}
+		if !plainTable(tbl, s.src) || !s.addParagraph(lines[:i-1], pos) {
+			return false
+		}
+		s.doc.AppendChild(s.doc, tbl)
+		return true
+	}
+	return s.addParagraph(lines, pos)
+}
+
+// addParagraph adds a paragraph of the lines, one text per line. Its
+// inline markup is left unparsed: the contract only asks whether it has
+// content, which a letter or digit outside markup settles.
+func (s *mdScanner) addParagraph(lines []text.Segment, pos int) bool {
+	if len(lines) == 0 {
+		return true
+	}
+	p := ast.NewParagraph()
+	p.SetPos(pos)
+	content := false
+	for _, l := range lines {
+		l = l.TrimLeftSpace(s.src)
+		l = l.TrimRightSpace(s.src)
+		content = content || hasWord(l.Value(s.src))
+		p.Lines().Append(l)
+		p.AppendChild(p, ast.NewTextSegment(l))
+	}
+	s.doc.AppendChild(s.doc, p)
+	return content
+}
+
+// hasWord reports whether the text holds a letter or digit that no
+// inline markup of goldmark's can hide: outside an entity or a character
+// reference (HTML comments, which could, are outside the subset).
+func hasWord(b []byte) bool {
+	for i := 0; i < len(b); i++ {
+		if !isAlnum(b[i]) {
+			continue
+		}
+		if i == 0 || (b[i-1] != '&' && b[i-1] != '#') {
+			return true
+		}
+		for i < len(b) && isAlnum(b[i]) {
+			i++
+		}
+	}
+	return false
+}
+
+func isAlnum(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+
+// plainInline reports whether goldmark's inline parser reads b as plain
+// text, whose plain text is b itself: nothing that could be code,
+// emphasis, strikethrough, a link, HTML, an escape, or an entity (which
+// needs a ';' after its '&'). Bare URLs it may turn into links print as
+// they are written.
+func plainInline(b []byte) bool {
+	amp := false
+	for i, c := range b {
+		switch c {
+		case '`', '\\', '*', '[', '<', '~':
+			return false
+		case '&':
+			amp = true
+		case ';':
+			if amp {
+				return false
+			}
+		case '_':
+			// Only inside a word can '_' not delimit emphasis.
+			if i == 0 || i == len(b)-1 || !isAlnum(b[i-1]) || !isAlnum(b[i+1]) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// plainTable reports whether every cell of the table is plain text.
+func plainTable(tbl *east.Table, src []byte) bool {
+	for row := tbl.FirstChild(); row != nil; row = row.NextSibling() {
+		for cell := row.FirstChild(); cell != nil; cell = cell.NextSibling() {
+			if cell.Lines().Len() == 0 {
+				continue
+			}
+			if seg := cell.Lines().At(0); !plainInline(seg.Value(src)) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// parseDelimiterRow returns the alignments of a table's delimiter row, nil
+// if the line is not one; it mirrors goldmark's table extension.
+func parseDelimiterRow(line []byte) []east.Alignment {
+	if !isTableDelimiter(line) {
+		return nil
+	}
+	cols := bytes.Split(line, []byte{'|'})
+	if isBlankLine(bytes.TrimRight(cols[0], "\n")) {
+		cols = cols[1:]
+	}
+	if len(cols) > 0 && isBlankLine(bytes.TrimRight(cols[len(cols)-1], "\n")) {
+		cols = cols[:len(cols)-1]
+	}
+	var aligns []east.Alignment
+	for _, col := range cols {
+		a, ok := columnAlignment(col)
+		if !ok {
+			return nil
+		}
+		aligns = append(aligns, a)
+	}
+	return aligns
+}
+
+// isTableDelimiter mirrors goldmark's test of a delimiter row's bytes, for
+// lines without leading spaces.
+func isTableDelimiter(line []byte) bool {
+	allDashes := true
+	for _, c := range line {
+		if c != '-' {
+			allDashes = false
+		}
+		if c != ' ' && c != '\n' && c != '-' && c != '|' && c != ':' {
+			return false
+		}
+	}
+	return !allDashes
+}
+
+// columnAlignment reads one column of a delimiter row: dashes with an
+// optional colon on either side, spaces around.
+func columnAlignment(col []byte) (east.Alignment, bool) {
+	col = bytes.Trim(col, " \n")
+	left := len(col) > 0 && col[0] == ':'
+	if left {
+		col = col[1:]
+	}
+	right := len(col) > 0 && col[len(col)-1] == ':'
+	if right {
+		col = col[:len(col)-1]
+	}
+	if len(col) == 0 || !onlyBytes(col, '-', '-') {
+		return east.AlignNone, false
+	}
+	switch {
+	case left && right:
+		return east.AlignCenter, true
+	case left:
+		return east.AlignLeft, true
+	case right:
+		return east.AlignRight, true
+	}
+	return east.AlignNone, true
+}
+
+// tableRow splits a row into cells as goldmark's table extension does: a
+// body row's cells past the header's are dropped, missing ones are empty.
+// Cells hold one text each; rows with escaped pipes are outside the
+// subset by their backslash.
+func (s *mdScanner) tableRow(seg text.Segment, aligns []east.Alignment, isHeader bool) *east.TableRow {
+	rowPos := seg.Start
+	seg = seg.TrimLeftSpace(s.src)
+	seg = seg.TrimRightSpace(s.src)
+	line := seg.Value(s.src)
+	pos, limit := 0, len(line)
+	if len(line) > 0 && line[0] == '|' {
+		pos++
+	}
+	if len(line) > 0 && line[limit-1] == '|' {
+		limit--
+	}
+	row := east.NewTableRow(aligns)
+	row.SetPos(rowPos)
+	i := 0
+	for ; pos < limit; i++ {
+		align := east.AlignNone
+		if i < len(aligns) {
+			align = aligns[i]
+		} else if !isHeader {
+			return row
+		}
+		closure := pos
+		for closure < limit && line[closure] != '|' {
+			closure++
+		}
+		cell := east.NewTableCell()
+		cell.SetPos(seg.Start + pos)
+		cell.Alignment = align
+		c := text.NewSegment(seg.Start+pos, seg.Start+closure)
+		c = c.TrimLeftSpace(s.src)
+		c = c.TrimRightSpace(s.src)
+		cell.Lines().Append(c)
+		if c.Len() > 0 {
+			cell.AppendChild(cell, ast.NewTextSegment(c))
+		}
+		row.AppendChild(row, cell)
+		pos = closure + 1
+	}
+	for ; i < len(aligns); i++ {
+		row.AppendChild(row, east.NewTableCell())
+	}
+	return row
+}
