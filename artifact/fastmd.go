@@ -15,7 +15,10 @@ import (
 // tables and HTML comment blocks, every line at column 0, and headings
 // and table cells in plain text. It returns nil for anything else, which
 // the caller parses with goldmark. What it accepts must give contracts
-// the results goldmark's tree gives (see the differential tests).
+// the results goldmark's tree gives (see the differential tests): the
+// same blocks at the same positions, the same texts, the lines of comment
+// blocks; it leaves out the lines of other blocks, which contracts do not
+// read.
 func scanMarkdown(src []byte) *ast.Document {
 	if bytes.IndexByte(src, '\r') >= 0 {
 		return nil
@@ -45,6 +48,29 @@ type mdScanner struct {
 	doc     *ast.Document
 	comment *ast.HTMLBlock // the open comment block, nil if none
 	para    []text.Segment // the open paragraph's lines
+	// Nodes come from slabs, a few per allocation.
+	texts slab[ast.Text]
+	cells slab[east.TableCell]
+}
+
+// slab hands out zero values of T from arrays of several, one allocation
+// per array.
+type slab[T any] struct{ free []T }
+
+func (s *slab[T]) next() *T {
+	if len(s.free) == 0 {
+		s.free = make([]T, 8)
+	}
+	v := &s.free[0]
+	s.free = s.free[1:]
+	return v
+}
+
+// text returns a text node of the segment.
+func (s *mdScanner) text(seg text.Segment) *ast.Text {
+	t := s.texts.next()
+	t.Segment = seg
+	return t
 }
 
 // line scans the line src[start:end], whose segment ends at next. It
@@ -170,12 +196,10 @@ func (s *mdScanner) heading(start, end int) (isHeading, ok bool) {
 		from, stop = headingText(s.src, from, stop)
 	}
 	if from < stop {
-		seg := text.NewSegment(from, stop)
-		if !plainInline(seg.Value(s.src)) {
+		if !plainInline(s.src[from:stop]) {
 			return true, false
 		}
-		h.Lines().Append(seg)
-		h.AppendChild(h, ast.NewTextSegment(seg))
+		h.AppendChild(h, s.text(text.NewSegment(from, stop)))
 	}
 	if !s.closeParagraph() {
 		return true, false
@@ -249,7 +273,7 @@ func (s *mdScanner) closeParagraph() bool {
 			// An escaped pipe would change the header's cell count.
 			return false
 		}
-		header := s.tableRow(lines[i-1], aligns, true)
+		header, plain := s.tableRow(lines[i-1], aligns, true)
 		if header.ChildCount() != len(aligns) {
 			break
 		}
@@ -258,33 +282,34 @@ func (s *mdScanner) closeParagraph() bool {
 		tbl.SetPos(pos)
 		tbl.AppendChild(tbl, east.NewTableHeader(header))
 		for _, l := range lines[i+1:] {
-			tbl.AppendChild(tbl, s.tableRow(l, aligns, false))
+			row, ok := s.tableRow(l, aligns, false)
+			tbl.AppendChild(tbl, row)
+			plain = plain && ok
 		}
-		if !plainTable(tbl, s.src) || !s.addParagraph(lines[:i-1], pos) {
+		if !plain || !s.addParagraph(lines[:i-1]) {
 			return false
 		}
 		s.doc.AppendChild(s.doc, tbl)
 		return true
 	}
-	return s.addParagraph(lines, pos)
+	return s.addParagraph(lines)
 }
 
 // addParagraph adds a paragraph of the lines, one text per line. Its
 // inline markup is left unparsed: the contract only asks whether it has
 // content, which a letter or digit outside markup settles.
-func (s *mdScanner) addParagraph(lines []text.Segment, pos int) bool {
+func (s *mdScanner) addParagraph(lines []text.Segment) bool {
 	if len(lines) == 0 {
 		return true
 	}
-	p := ast.NewParagraph()
-	p.SetPos(pos)
+	p := ast.NewParagraph() // its position is its first line's
 	content := false
 	for _, l := range lines {
 		l = l.TrimLeftSpace(s.src)
 		l = l.TrimRightSpace(s.src)
 		content = content || hasWord(l.Value(s.src))
 		p.Lines().Append(l)
-		p.AppendChild(p, ast.NewTextSegment(l))
+		p.AppendChild(p, s.text(l))
 	}
 	s.doc.AppendChild(s.doc, p)
 	return content
@@ -332,21 +357,6 @@ func plainInline(b []byte) bool {
 		case '_':
 			// Only inside a word can '_' not delimit emphasis.
 			if i == 0 || i == len(b)-1 || !isAlnum(b[i-1]) || !isAlnum(b[i+1]) {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// plainTable reports whether every cell of the table is plain text.
-func plainTable(tbl *east.Table, src []byte) bool {
-	for row := tbl.FirstChild(); row != nil; row = row.NextSibling() {
-		for cell := row.FirstChild(); cell != nil; cell = cell.NextSibling() {
-			if cell.Lines().Len() == 0 {
-				continue
-			}
-			if seg := cell.Lines().At(0); !plainInline(seg.Value(src)) {
 				return false
 			}
 		}
@@ -421,9 +431,9 @@ func columnAlignment(col []byte) (east.Alignment, bool) {
 
 // tableRow splits a row into cells as goldmark's table extension does: a
 // body row's cells past the header's are dropped, missing ones are empty.
-// Cells hold one text each; rows with escaped pipes are outside the
-// subset by their backslash.
-func (s *mdScanner) tableRow(seg text.Segment, aligns []east.Alignment, isHeader bool) *east.TableRow {
+// Cells hold one text each; it reports whether they are all plain (a
+// row with escaped pipes is not, by its backslash).
+func (s *mdScanner) tableRow(seg text.Segment, aligns []east.Alignment, isHeader bool) (*east.TableRow, bool) {
 	rowPos := seg.Start
 	seg = seg.TrimLeftSpace(s.src)
 	seg = seg.TrimRightSpace(s.src)
@@ -437,33 +447,39 @@ func (s *mdScanner) tableRow(seg text.Segment, aligns []east.Alignment, isHeader
 	}
 	row := east.NewTableRow(aligns)
 	row.SetPos(rowPos)
+	plain := true
 	i := 0
 	for ; pos < limit; i++ {
 		align := east.AlignNone
 		if i < len(aligns) {
 			align = aligns[i]
 		} else if !isHeader {
-			return row
+			return row, plain
 		}
 		closure := pos
 		for closure < limit && line[closure] != '|' {
 			closure++
 		}
-		cell := east.NewTableCell()
+		cell := s.cell(align)
 		cell.SetPos(seg.Start + pos)
-		cell.Alignment = align
 		c := text.NewSegment(seg.Start+pos, seg.Start+closure)
 		c = c.TrimLeftSpace(s.src)
 		c = c.TrimRightSpace(s.src)
-		cell.Lines().Append(c)
 		if c.Len() > 0 {
-			cell.AppendChild(cell, ast.NewTextSegment(c))
+			plain = plain && plainInline(c.Value(s.src))
+			cell.AppendChild(cell, s.text(c))
 		}
 		row.AppendChild(row, cell)
 		pos = closure + 1
 	}
 	for ; i < len(aligns); i++ {
-		row.AppendChild(row, east.NewTableCell())
+		row.AppendChild(row, s.cell(east.AlignNone))
 	}
-	return row
+	return row, plain
+}
+
+func (s *mdScanner) cell(align east.Alignment) *east.TableCell {
+	c := s.cells.next()
+	c.Alignment = align
+	return c
 }
