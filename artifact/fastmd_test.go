@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/yuin/goldmark/ast"
@@ -431,6 +432,63 @@ func BenchmarkMarkdownValidate(b *testing.B) {
 					b.Fatal(problems)
 				}
 			}
+		})
+	}
+}
+
+// TestNormalizeASCII: normalize's path for ASCII text gives what its
+// general path gives.
+func TestNormalizeASCII(t *testing.T) {
+	general := func(s string) string {
+		s = strings.Join(strings.FieldsFunc(s, unicode.IsSpace), " ")
+		s = strings.TrimSpace(strings.TrimSuffix(s, ":"))
+		return strings.ToLower(s)
+	}
+	alphabet := []string{"a", "Z", "1", " ", "  ", "\t", "\n", "\v", "\f", "\r", ":", "::", ".", "{{x}}", "_", "é", "\u00a0", "\u0085"}
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 20000 {
+		var b strings.Builder
+		for range r.IntN(8) {
+			b.WriteString(alphabet[r.IntN(len(alphabet))])
+		}
+		s := b.String()
+		if got, want := normalize(s), general(s); got != want {
+			t.Fatalf("normalize(%q) = %q, want %q", s, got, want)
+		}
+	}
+}
+
+// TestPlainTextSingleText: plainText's shortcut for a single text gives
+// what its walk gives, for the headings and cells goldmark finds in the
+// corpus and in random documents.
+func TestPlainTextSingleText(t *testing.T) {
+	files, err := corpus()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs [][]byte
+	for _, data := range files {
+		docs = append(docs, data)
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 1000 {
+		plan := make([]byte, 4+r.IntN(28))
+		for i := range plan {
+			plan[i] = byte(r.Uint32())
+		}
+		docs = append(docs, buildDocument(plan))
+	}
+	docs = append(docs, []byte(lines("## P&amp;L \\# x", "| a&#32;b | `c` |", "|---|---|")))
+	for _, doc := range docs {
+		d := parseGoldmark(doc)
+		_ = ast.Walk(d.root, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+			if _, ok := n.(*ast.Heading); !ok && n.Kind() != east.KindTableCell || !entering {
+				return ast.WalkContinue, nil
+			}
+			if got, want := plainText(n, doc), walkPlainText(n, doc); got != want {
+				t.Errorf("%q: plain text %q, want %q", doc, got, want)
+			}
+			return ast.WalkSkipChildren, nil
 		})
 	}
 }

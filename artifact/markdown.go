@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/agentrunner/agentrunner"
 	"github.com/yuin/goldmark"
@@ -372,6 +373,14 @@ func parseGoldmark(src []byte) *mdDocument {
 
 func newMDDocument(src []byte, root ast.Node) *mdDocument {
 	d := &mdDocument{src: src, lines: newLineIndex(src), root: root}
+	d.blocks = make([]ast.Node, 0, root.ChildCount())
+	headings := 0
+	for n := root.FirstChild(); n != nil; n = n.NextSibling() {
+		if n.Kind() == ast.KindHeading {
+			headings++
+		}
+	}
+	d.headings = make([]mdHeading, 0, headings)
 	for n := root.FirstChild(); n != nil; n = n.NextSibling() {
 		if h, ok := n.(*ast.Heading); ok {
 			plain := strings.TrimSpace(plainText(h, src))
@@ -427,6 +436,9 @@ func (d *mdDocument) ownBlocks(i int) []ast.Node {
 // comments. Comments are not rendered, so instructions a template keeps in
 // them may mention placeholders without being unfilled content.
 func (d *mdDocument) unfilledPlaceholders() []Problem {
+	if !bytes.Contains(d.src, []byte("{{")) {
+		return nil
+	}
 	locs := placeholderPattern.FindAllSubmatchIndex(d.src, -1)
 	if len(locs) == 0 {
 		return nil
@@ -576,6 +588,16 @@ func stripComments(raw []byte) []byte {
 // emphasis, code and link markup dropped, escapes and entities resolved,
 // inline HTML left out.
 func plainText(n ast.Node, src []byte) string {
+	if t, ok := n.FirstChild().(*ast.Text); ok && n.ChildCount() == 1 && !t.SoftLineBreak() && !t.HardLineBreak() {
+		// The common single text with nothing to resolve, without a walk.
+		if v := t.Segment.Value(src); t.IsRaw() || bytes.IndexByte(v, '\\') < 0 && bytes.IndexByte(v, '&') < 0 {
+			return string(v)
+		}
+	}
+	return walkPlainText(n, src)
+}
+
+func walkPlainText(n ast.Node, src []byte) string {
 	var b strings.Builder
 	_ = ast.Walk(n, func(c ast.Node, entering bool) (ast.WalkStatus, error) {
 		if !entering {
@@ -607,10 +629,54 @@ func plainText(n ast.Node, src []byte) string {
 // normalize makes heading and cell texts comparable: lower case, inner
 // whitespace collapsed, surrounding whitespace and a trailing colon dropped.
 func normalize(s string) string {
+	if norm, ok := normalizeASCII(s); ok {
+		return norm
+	}
 	s = strings.Join(strings.FieldsFunc(s, unicode.IsSpace), " ")
 	s = strings.TrimSpace(strings.TrimSuffix(s, ":"))
 	return strings.ToLower(s)
 }
+
+// normalizeASCII is normalize of ASCII text, without allocating when the
+// text is normalized already; ok is false for other text.
+func normalizeASCII(s string) (norm string, ok bool) {
+	normal := true
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= utf8.RuneSelf:
+			return "", false
+		case c >= 'A' && c <= 'Z', isASCIISpace(c) && (c != ' ' || i == 0 || i == len(s)-1 || s[i+1] == ' '):
+			normal = false
+		}
+	}
+	if normal && !strings.HasSuffix(s, ":") {
+		return s, true
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	space := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if isASCIISpace(c) {
+			space = b.Len() > 0
+			continue
+		}
+		if space {
+			b.WriteByte(' ')
+			space = false
+		}
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b.WriteByte(c)
+	}
+	norm = b.String()
+	norm = strings.TrimSuffix(norm, ":")
+	return strings.TrimSuffix(norm, " "), true
+}
+
+// isASCIISpace is unicode.IsSpace for ASCII.
+func isASCIISpace(c byte) bool { return c == ' ' || c >= '\t' && c <= '\r' }
 
 // textPattern matches normalized text against a normalized template text
 // in which each {{placeholder}} stands for any non-empty text.
