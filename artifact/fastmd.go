@@ -12,13 +12,14 @@ import (
 // builds, without goldmark's general machinery: validating a step's
 // output is on every step's path, and goldmark's parse costs far more
 // there than the scan. The subset: ATX headings, paragraphs, GFM pipe
-// tables and HTML comment blocks, every line at column 0, and headings
-// and table cells in plain text. It returns nil for anything else, which
-// the caller parses with goldmark. What it accepts must give contracts
-// the results goldmark's tree gives (see the differential tests): the
-// same blocks at the same positions, the same texts, the lines of comment
-// blocks; it leaves out the lines of other blocks, which contracts do not
-// read.
+// tables, HTML comment blocks and lists of one-line items, every line at
+// column 0, with headings and table cells in plain text. It returns nil
+// for anything else, which the caller parses with goldmark. What it
+// accepts must give contracts the results goldmark's tree gives (see the
+// differential tests): the same blocks at the same positions, the same
+// texts, the lines of comment blocks and paragraphs (a paragraph's
+// position is its first line's); it leaves out the lines of headings and
+// table cells, which contracts do not read.
 func scanMarkdown(src []byte) *ast.Document {
 	if bytes.IndexByte(src, '\r') >= 0 {
 		return nil
@@ -35,7 +36,7 @@ func scanMarkdown(src []byte) *ast.Document {
 		}
 		start = next
 	}
-	if !s.closeParagraph() {
+	if !s.closeParagraph() || s.list != nil && !s.closeList(nil) {
 		return nil
 	}
 	return s.doc
@@ -48,6 +49,7 @@ type mdScanner struct {
 	doc     *ast.Document
 	comment *ast.HTMLBlock // the open comment block, nil if none
 	para    []text.Segment // the open paragraph's lines
+	list    *openList      // the open list, nil if none
 	// Nodes come from slabs, a few per allocation.
 	texts slab[ast.Text]
 	cells slab[east.TableCell]
@@ -81,14 +83,28 @@ func (s *mdScanner) line(start, end, next int) bool {
 		return true
 	}
 	line := s.src[start:end]
-	if isBlankLine(line) {
-		return s.closeParagraph()
-	}
-	for _, c := range line {
-		if c < ' ' {
-			return false
+	switch {
+	case isBlankLine(line):
+		if s.list != nil {
+			s.list.blank = true
 		}
+		return s.closeParagraph()
+	case !plainLine(line):
+		return false
 	}
+	if it, isItem := parseListItem(line); isItem {
+		return it.content > 0 && s.listItem(start, end, it)
+	}
+	if s.list != nil && !s.closeList(line) {
+		return false
+	}
+	return s.blockLine(start, end, next)
+}
+
+// blockLine scans a line that is not a list item: a heading, a comment
+// block's first line or a paragraph's line.
+func (s *mdScanner) blockLine(start, end, next int) bool {
+	line := s.src[start:end]
 	if line[0] == '#' {
 		if isHeading, ok := s.heading(start, end); isHeading || !ok {
 			return ok
@@ -101,7 +117,7 @@ func (s *mdScanner) line(start, end, next int) bool {
 		}
 		s.openComment(start, next)
 		return true
-	case startsBlock(line), bytes.Contains(line, commentOpen):
+	case startsBlock(line):
 		return false
 	case len(s.para) == 0 && line[0] == '[':
 		// A link reference definition, which goldmark removes.
@@ -109,6 +125,17 @@ func (s *mdScanner) line(start, end, next int) bool {
 	}
 	s.para = append(s.para, text.NewSegment(start, next))
 	return true
+}
+
+// plainLine reports whether a line outside a comment block has no control
+// characters (tabs included) and no inline comment.
+func plainLine(line []byte) bool {
+	for _, c := range line {
+		if c < ' ' {
+			return false
+		}
+	}
+	return bytes.HasPrefix(line, commentOpen) || !bytes.Contains(line, commentOpen)
 }
 
 var (
@@ -251,6 +278,126 @@ func (s *mdScanner) commentLine(start, next int) {
 		return
 	}
 	s.comment.Lines().Append(seg)
+}
+
+// openList is a list being scanned: bullet or ordered list items at
+// column 0, each one line of plain content.
+type openList struct {
+	node  *ast.List
+	blank bool // a blank line follows the last item
+	words bool // an item has a word (see hasWord)
+}
+
+// listItem is a list item's line: its marker ('-', '+', '*', or '.' or
+// ')' after the number), start number (-1 for a bullet) and the offset
+// of its content, 0 if the item is outside the subset.
+type listItem struct {
+	marker  byte
+	start   int
+	content int
+}
+
+// parseListItem reads a line that goldmark takes for a list item. The
+// subset's items have one space after the marker and content that
+// starts no block of its own, nor a task check box or a link reference
+// definition.
+func parseListItem(line []byte) (it listItem, isItem bool) {
+	n := leadingDigits(line)
+	switch {
+	case n == 0 && (line[0] == '-' || line[0] == '+' || line[0] == '*'):
+		it = listItem{marker: line[0], start: -1}
+	case n > 0 && n < len(line) && (line[n] == '.' || line[n] == ')'):
+		if n > 9 {
+			return it, false
+		}
+		it = listItem{marker: line[n], start: atoi(line[:n])}
+	default:
+		return it, false
+	}
+	m := n // the marker's offset
+	if m+1 < len(line) && line[m+1] != ' ' {
+		return it, false
+	}
+	if m+2 < len(line) {
+		if c := line[m+2]; c != ' ' && c != '#' && c != '[' && !startsBlock(line[m+2:]) {
+			it.content = m + 2
+		}
+	}
+	return it, true
+}
+
+func atoi(digits []byte) int {
+	n := 0
+	for _, c := range digits {
+		n = 10*n + int(c-'0')
+	}
+	return n
+}
+
+// listItem adds an item to the open list, or to a new one when it is not
+// of the open list's kind. It reports false for an ordered item that
+// does not start at 1 right after a paragraph, which continues the
+// paragraph instead.
+func (s *mdScanner) listItem(start, end int, it listItem) bool {
+	l := s.list
+	if l == nil || !l.node.CanContinue(it.marker, it.start >= 0) {
+		if len(s.para) > 0 && it.start >= 0 && it.start != 1 || !s.closeParagraph() || l != nil && !s.closeList(nil) {
+			return false
+		}
+		l = &openList{node: ast.NewList(it.marker)}
+		if it.start >= 0 {
+			l.node.Start = it.start
+		}
+		l.node.SetPos(start)
+		s.doc.AppendChild(s.doc, l.node)
+		s.list = l
+	}
+	if l.blank && l.node.HasChildren() {
+		l.node.IsTight = false
+	}
+	l.blank = false
+	item := ast.NewListItem(it.content)
+	item.SetPos(start)
+	p := ast.NewParagraph()
+	seg := text.NewSegment(start+it.content, end)
+	seg = seg.TrimRightSpace(s.src)
+	p.Lines().Append(seg)
+	p.AppendChild(p, s.text(seg))
+	item.AppendChild(item, p)
+	l.node.AppendChild(l.node, item)
+	l.words = l.words || hasWord(seg.Value(s.src))
+	return true
+}
+
+// closeList closes the open list before line, nil at the end of the
+// document. Right after an item only a heading or a comment does: other
+// lines continue the item's paragraph (and are outside the subset). Like
+// goldmark it makes the paragraphs of a tight list text blocks.
+func (s *mdScanner) closeList(line []byte) bool {
+	l := s.list
+	s.list = nil
+	if line != nil && !l.blank && !bytes.HasPrefix(line, commentOpen) && !isATXHeading(line) {
+		return false
+	}
+	if l.node.IsTight {
+		for item := l.node.FirstChild(); item != nil; item = item.NextSibling() {
+			p := item.FirstChild()
+			tb := ast.NewTextBlock()
+			tb.SetLines(p.Lines())
+			tb.AppendChild(tb, p.FirstChild())
+			item.ReplaceChild(item, p, tb)
+		}
+	}
+	return l.words
+}
+
+// isATXHeading reports whether a line is an ATX heading.
+func isATXHeading(line []byte) bool {
+	level := 0
+	for level < len(line) && line[level] == '#' {
+		level++
+	}
+	return level <= 6 && (level == len(line) || line[level] == ' ')
 }
 
 // closeParagraph adds the open paragraph, if any, the way goldmark's
