@@ -48,6 +48,7 @@ type mdScanner struct {
 	src     []byte
 	doc     *ast.Document
 	comment *ast.HTMLBlock // the open comment block, nil if none
+	code    *openFence     // the open fenced code block, nil if none
 	para    []text.Segment // the open paragraph's lines
 	list    *openList      // the open list, nil if none
 	// Nodes come from slabs, a few per allocation.
@@ -78,8 +79,12 @@ func (s *mdScanner) text(seg text.Segment) *ast.Text {
 // line scans the line src[start:end], whose segment ends at next. It
 // returns false for a line outside the subset.
 func (s *mdScanner) line(start, end, next int) bool {
-	if s.comment != nil {
+	switch {
+	case s.comment != nil:
 		s.commentLine(start, next)
+		return true
+	case s.code != nil:
+		s.codeLine(start, end, next)
 		return true
 	}
 	line := s.src[start:end]
@@ -117,6 +122,16 @@ func (s *mdScanner) blockLine(start, end, next int) bool {
 		}
 		s.openComment(start, next)
 		return true
+	case line[0] == '`' || line[0] == '~':
+		if f := parseFence(s.src[start:next]); f != nil {
+			if !s.closeParagraph() {
+				return false
+			}
+			s.openCode(start, f)
+			return true
+		}
+	}
+	switch {
 	case startsBlock(line):
 		return false
 	case len(s.para) == 0 && line[0] == '[':
@@ -280,6 +295,78 @@ func (s *mdScanner) commentLine(start, next int) {
 	s.comment.Lines().Append(seg)
 }
 
+// openFence is a fenced code block being scanned.
+type openFence struct {
+	node   *ast.FencedCodeBlock
+	char   byte // '`' or '~'
+	length int  // of the opening fence
+	info   [2]int
+}
+
+// parseFence reads the opening fence of a code block on a line (with its
+// newline), nil if the line has none; it mirrors goldmark's parser.
+func parseFence(line []byte) *openFence {
+	c := line[0]
+	if c != '`' && c != '~' {
+		return nil
+	}
+	n := 0
+	for n < len(line) && line[n] == c {
+		n++
+	}
+	if n < 3 {
+		return nil
+	}
+	f := &openFence{char: c, length: n}
+	if n < len(line)-1 {
+		rest := line[n:]
+		left, right := len(rest)-len(bytes.TrimLeft(rest, " \t\n")), len(rest)-len(bytes.TrimRight(rest, " \t\n"))
+		if left < len(rest)-right {
+			if c == '`' && bytes.IndexByte(rest[left:len(rest)-right], '`') >= 0 {
+				return nil // a code span, in a paragraph
+			}
+			f.info = [2]int{n + left, len(line) - right}
+		}
+	}
+	return f
+}
+
+// openCode opens the fenced code block f on the line that starts at start.
+func (s *mdScanner) openCode(start int, f *openFence) {
+	var info *ast.Text
+	if f.info[0] < f.info[1] {
+		info = s.text(text.NewSegment(start+f.info[0], start+f.info[1]))
+	}
+	f.node = ast.NewFencedCodeBlock(info)
+	f.node.SetPos(start)
+	s.doc.AppendChild(s.doc, f.node)
+	s.code = f
+}
+
+// codeLine adds a line to the open code block, or closes the block on a
+// closing fence: of its character, as long as the opening one or longer,
+// indented less than four columns and followed by nothing but spaces.
+func (s *mdScanner) codeLine(start, end, next int) {
+	line := s.src[start:end]
+	i := 0
+	for i < len(line) && i < 4 && line[i] == ' ' {
+		i++
+	}
+	if i < 4 {
+		n := i
+		for n < len(line) && line[n] == s.code.char {
+			n++
+		}
+		if n-i >= s.code.length && len(bytes.Trim(line[n:], " \t")) == 0 {
+			s.code = nil
+			return
+		}
+	}
+	seg := text.NewSegment(start, next)
+	seg.ForceNewline = true
+	s.code.node.Lines().Append(seg)
+}
+
 // openList is a list being scanned: bullet or ordered list items at
 // column 0, each one line of plain content.
 type openList struct {
@@ -376,7 +463,7 @@ func (s *mdScanner) listItem(start, end int, it listItem) bool {
 func (s *mdScanner) closeList(line []byte) bool {
 	l := s.list
 	s.list = nil
-	if line != nil && !l.blank && !bytes.HasPrefix(line, commentOpen) && !isATXHeading(line) {
+	if line != nil && !l.blank && !bytes.HasPrefix(line, commentOpen) && !isATXHeading(line) && parseFence(line) == nil {
 		return false
 	}
 	if l.node.IsTight {

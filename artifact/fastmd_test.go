@@ -341,8 +341,16 @@ func TestFastMarkdownCases(t *testing.T) {
 		{"ordered list item with ten digits", false, lines("1234567890. a")},
 		{"list item with a tab", false, "-\ta\n"},
 		{"block quote", false, lines("## A", "> q")},
-		{"fenced code", false, lines("## A", "```", "## B", "```")},
-		{"tilde fence", false, lines("## A", "~~~", "x", "~~~")},
+		{"fenced code", true, lines("## A", "```go", "## B", "<!-- {{x}} -->", "\tx := 1", "```", "## C", "~~~ sh ~~~", "", "~~~~~", "~~~")},
+		{"fenced code with an empty line only", true, lines("## A", "```", "", "```", "## B", "````", "```", "````  ")},
+		{"fenced code closed by an indented fence", true, lines("```", "a", "   ```", "b", "```")},
+		{"fenced code not closed by a fence indented four spaces", true, lines("```", "a", "    ```", "b")},
+		{"fenced code not closed by the other fence", true, lines("```", "a", "~~~", "``", "``` x")},
+		{"fenced code interrupting a paragraph and a list", true, lines("text", "```", "a", "```", "- item", "~~~", "```")},
+		{"unclosed fenced code", true, lines("## A", "```", "## B", "text")},
+		{"unclosed fenced code at the end without a newline", true, "## A\n```x"},
+		{"fence with a backtick in its info", false, lines("## A", "```a`b", "x")},
+		{"tilde fence with a tab after it", false, lines("## A", "~~~\tx", "y")},
 		{"HTML block", false, lines("## A", "<div>", "x", "</div>")},
 		{"link reference definition", false, lines("## A", "[a]: http://x")},
 		{"table cell with code", false, lines("| `a` |", "|---|")},
@@ -405,13 +413,14 @@ var (
 		"www.example.com", "http://a.bc/d", "a@b.co", "(", ")", ":", ".", "!", "?", "'", "\"",
 		"_", "a_b", "__", "&", "&amp;", "&#32;", ";", "-", "=", "é", "—", "\u00a0",
 		"- ", "* ", "+ ", "1. ", "2) ", "0. ", "\n- ", "\n1. ", "-  ", "- [ ] ", "[x]",
+		"```", "~~~", "````", "\n```\n", "```go\n", "\n~~~\n", "   ```",
 		// Whole lines, for documents of several blocks.
 		"\n## Summary\n", "\n# Evaluation 1\n", "\n- item\n", "\n* item\n", "\n1. first\n", "\n2. second\n",
 		"\n| Metric | Target | Actual |\n|---|---|---|\n| Win rate | 1 | 2 |\n", "\n<!-- c -->\n", "\nSome text.\n",
 	}
 	fallbackPieces = []string{
 		"\t", "\r", "\x00", " #", "<", "<b>", "<div>", "*", "**", "`", "``", "\\", "[", "]", "[a]: b", "&nbsp;",
-		"~", "~~", "===", "---", "***", "___", "```", "~~~",
+		"~", "~~", "===", "---", "***", "___",
 	}
 )
 
@@ -436,7 +445,7 @@ func piece(p byte) string {
 // lineStarts start the lines of buildLines.
 var lineStarts = []string{
 	"", "", "", "Text ", "x ", "{{x}} ", "# ", "## ", "### ", "#", "- ", "* ", "+ ", "1. ", "2) ",
-	"| ", "| a | b |", "|---|", "|---|---|", "|:-|-:|", "<!-- ", "-->",
+	"| ", "| a | b |", "|---|", "|---|---|", "|:-|-:|", "<!-- ", "-->", "```", "~~~", "``` ",
 }
 
 // buildLines makes a document of lines, two bytes of plan a line: the
