@@ -428,7 +428,10 @@ func atoi(digits []byte) int {
 func (s *mdScanner) listItem(start, end int, it listItem) bool {
 	l := s.list
 	if l == nil || !l.node.CanContinue(it.marker, it.start >= 0) {
-		if len(s.para) > 0 && it.start >= 0 && it.start != 1 || !s.closeParagraph() || l != nil && !s.closeList(nil) {
+		if len(s.para) > 0 && it.start >= 0 && it.start != 1 {
+			return false
+		}
+		if !s.closeParagraph() || l != nil && !s.closeList(nil) {
 			return false
 		}
 		l = &openList{node: ast.NewList(it.marker)}
@@ -457,9 +460,10 @@ func (s *mdScanner) listItem(start, end int, it listItem) bool {
 }
 
 // closeList closes the open list before line, nil at the end of the
-// document. Right after an item only a heading or a comment does: other
-// lines continue the item's paragraph (and are outside the subset). Like
-// goldmark it makes the paragraphs of a tight list text blocks.
+// document or before another list. Right after an item only a heading, a
+// comment or a code fence does: other lines continue the item's paragraph
+// (and are outside the subset). Like goldmark it makes the paragraphs of
+// a tight list text blocks.
 func (s *mdScanner) closeList(line []byte) bool {
 	l := s.list
 	s.list = nil
