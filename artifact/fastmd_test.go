@@ -460,8 +460,9 @@ func buildLines(plan []byte) []byte {
 	return b
 }
 
-// BenchmarkMarkdownValidate validates the mock runtime's output for the
-// engine benchmark's template, on the fast path and with goldmark.
+// BenchmarkMarkdownValidate validates, on the fast path and with
+// goldmark, the mock runtime's output for the engine benchmark's template
+// and an output as a model might write it, with lists, emphasis and code.
 //
 //	go test -run '^$' -bench MarkdownValidate -count 10 ./artifact/
 func BenchmarkMarkdownValidate(b *testing.B) {
@@ -469,28 +470,44 @@ func BenchmarkMarkdownValidate(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	output := []byte("# Report 20261122_140000\n\n## Summary\n\n" +
-		"Mock a0 output for \"Summary\" in cycle 20261122_140000, written at 2026-11-22T14:00:00Z.\n\n" +
-		"## Findings\n\n| Item | Value |\n|---|---|\n| Signal | signal for cycle 20261122_140000 |\n\n" +
-		"## Handoff\n\nMock a0 output for \"Handoff\" in cycle 20261122_140000, written at 2026-11-22T14:00:00Z.\n\n")
-	if scanMarkdown(output) == nil {
-		b.Fatal("the output falls back to goldmark")
-	}
-	for _, bc := range []struct {
-		name  string
-		parse func([]byte) *mdDocument
-	}{
-		{"fast", parseMarkdown},
-		{"goldmark", parseGoldmark},
+	for _, doc := range []struct{ name, output string }{
+		{"mock", "# Report 20261122_140000\n\n## Summary\n\n" +
+			"Mock a0 output for \"Summary\" in cycle 20261122_140000, written at 2026-11-22T14:00:00Z.\n\n" +
+			"## Findings\n\n| Item | Value |\n|---|---|\n| Signal | signal for cycle 20261122_140000 |\n\n" +
+			"## Handoff\n\nMock a0 output for \"Handoff\" in cycle 20261122_140000, written at 2026-11-22T14:00:00Z.\n\n"},
+		{"model", lines(
+			"# Report 20261122_140000", "",
+			"## Summary", "",
+			"- **BTC** held above 97,850 on the 1d close; the trend is up.",
+			"- ETH/BTC made a lower high: rotation has not started.",
+			"- Funding is flat, open interest up 4% in a day.", "",
+			"## Findings", "",
+			"| Item | Value |", "|---|---|", "| Signal | long BTC above 98,000 |", "| Confidence | 0.6 |", "",
+			"1. Wait for the daily close.", "2. Enter on a retest of 97,500.", "",
+			"## Handoff", "",
+			"Check `funding_rate` before the next cycle:", "",
+			"```sh", "curl -s https://example.com/funding", "```")},
 	} {
-		b.Run(bc.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				if problems := c.check(bc.parse(output)); len(problems) > 0 {
-					b.Fatal(problems)
+		output := []byte(doc.output)
+		if scanMarkdown(output) == nil {
+			b.Fatalf("%s: the output falls back to goldmark", doc.name)
+		}
+		for _, path := range []struct {
+			name  string
+			parse func([]byte) *mdDocument
+		}{
+			{"fast", parseMarkdown},
+			{"goldmark", parseGoldmark},
+		} {
+			b.Run(doc.name+"/"+path.name, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if problems := c.check(path.parse(output)); len(problems) > 0 {
+						b.Fatal(problems)
+					}
 				}
-			}
-		})
+			})
+		}
 	}
 }
 
