@@ -269,6 +269,8 @@ func TestFastMarkdownCases(t *testing.T) {
 		{"heading with bare links", true, lines("## see www.example.com and http://a.bc/d_e", "## mail a@b.co (x)", "x")},
 		{"heading with intraword underscore", true, lines("## win_rate and a_b_c", "x")},
 		{"heading with non-ASCII", true, lines("## Plan — cycle é", "x")},
+		{"byte order mark before a heading", true, lines("\ufeff# T", "x")},
+		{"invalid UTF-8", true, lines("## A \xff", "b\xfe", "| \xc3 |", "|---|")},
 		{"paragraph text with markup", true, lines("## A", "**Regime:** {{r}} `code` *e* [l](u) <span>x</span> &amp; \\* ~s~", "-x", "+y", "*z*", "_w_")},
 		{"paragraph of a number", true, lines("## A", "1.5", "2)x is not a list without a space")},
 		{"comment block", true, lines("## A", "<!-- one -->", "<!--", "two", "", "  three {{x}}", "-->", "after")},
