@@ -86,6 +86,7 @@ unit:
 # requests and the configuration.
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzMarkdownContract$$' -fuzztime $(FUZZTIME) ./artifact/
+	$(GO) test -run '^$$' -fuzz '^FuzzFastMarkdown$$' -fuzztime $(FUZZTIME) ./artifact/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseSubmission$$' -fuzztime $(FUZZTIME) ./execsvc/
 	$(GO) test -run '^$$' -fuzz '^FuzzExecuteArguments$$' -fuzztime $(FUZZTIME) ./tool/
 	$(GO) test -run '^$$' -fuzz '^FuzzLookup$$' -fuzztime $(FUZZTIME) ./tool/fstool/

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/agentrunner/agentrunner"
 	"github.com/yuin/goldmark"
@@ -79,7 +80,11 @@ func NewMarkdownContract(template []byte) (*MarkdownContract, error) {
 	if isBlank(template) {
 		return nil, agentrunner.Errorf(agentrunner.EINVALID, "template is empty")
 	}
-	doc := parseMarkdown(template)
+	return newContract(parseMarkdown(template))
+}
+
+func newContract(doc *mdDocument) (*MarkdownContract, error) {
+	template := doc.src
 	c := &MarkdownContract{}
 	var stack []*templateSection
 	for i, h := range doc.headings {
@@ -159,16 +164,18 @@ func (c *MarkdownContract) validate(data []byte) ([]Problem, *mdDocument) {
 		return []Problem{problemEmpty}, nil
 	}
 	doc := parseMarkdown(data)
+	return c.check(doc), doc
+}
+
+// check validates a parsed artifact.
+func (c *MarkdownContract) check(doc *mdDocument) []Problem {
 	v := &mdValidation{doc: doc, used: make([]bool, len(doc.headings))}
 	if c.title != nil && !doc.hasTitle() {
-		v.problems = append(v.problems, Problem{
-			Line: c.title.line, InTemplate: true,
-			Message: fmt.Sprintf("missing level-1 heading like %q", c.title.display),
-		})
+		v.noTitle(c.title)
 	}
 	v.matchScope(c.roots, 0, len(doc.headings))
 	v.problems = append(v.problems, doc.unfilledPlaceholders()...)
-	return v.problems, doc
+	return v.problems
 }
 
 // mdValidation is the state of one Validate call.
@@ -192,20 +199,47 @@ func (v *mdValidation) matchScope(sections []*templateSection, from, to int) {
 			continue
 		}
 		if i := v.find(s, from, cursor); i >= 0 && previous != nil {
-			v.problems = append(v.problems, Problem{
-				Line: v.doc.headings[i].line,
-				Message: fmt.Sprintf("section %q is out of order: the template puts it after %q",
-					v.doc.headings[i].display(), previous.display),
-			})
+			v.outOfOrder(&v.doc.headings[i], previous)
 			v.accept(s, i, to)
 			continue
 		}
-		v.problems = append(v.problems, Problem{
-			Line: s.Line, InTemplate: true,
-			Message: fmt.Sprintf("missing section %q", s.display),
-		})
+		v.missing(s)
 		v.matchScope(s.children, cursor, to)
 	}
+}
+
+// The problems are built by functions of their own, which keeps the
+// frames of the matching small (see tablesIn).
+
+func (v *mdValidation) noTitle(t *templateHeading) {
+	v.problems = append(v.problems, Problem{Line: t.line, InTemplate: true, Message: fmt.Sprintf("missing level-1 heading like %q", t.display)})
+}
+
+func (v *mdValidation) outOfOrder(h *mdHeading, previous *templateSection) {
+	v.problems = append(v.problems, Problem{Line: h.line,
+		Message: fmt.Sprintf("section %q is out of order: the template puts it after %q", h.display(), previous.display)})
+}
+
+func (v *mdValidation) missing(s *templateSection) {
+	v.problems = append(v.problems, Problem{Line: s.Line, InTemplate: true, Message: fmt.Sprintf("missing section %q", s.display)})
+}
+
+func (v *mdValidation) empty(h *mdHeading) {
+	v.problems = append(v.problems, Problem{Line: h.line, Message: fmt.Sprintf("section %q is empty", h.display())})
+}
+
+func (v *mdValidation) noTable(s *templateSection, h *mdHeading) {
+	v.problems = append(v.problems, Problem{Line: h.line,
+		Message: fmt.Sprintf("section %q has no table; the template's table has columns %s", h.display(), quoteList(s.Columns))})
+}
+
+// tableLacks is the problem of a table that lacks items (columns or rows).
+func tableLacks(line int, h *mdHeading, one, many string, items []string) Problem {
+	return Problem{Line: line, Message: fmt.Sprintf("table in section %q is missing %s %s", h.display(), plural(len(items), one, many), quoteList(items))}
+}
+
+func noDataRows(line int, h *mdHeading) Problem {
+	return Problem{Line: line, Message: fmt.Sprintf("table in section %q has no data rows", h.display())}
 }
 
 // find returns the first unused output heading in [from, to) that matches
@@ -227,9 +261,9 @@ func (v *mdValidation) accept(s *templateSection, i, to int) {
 	h := v.doc.headings[i]
 	blocks := v.doc.spanBlocks(i)
 	if !anyContent(blocks, v.doc.src) {
-		v.problems = append(v.problems, Problem{Line: h.line, Message: fmt.Sprintf("section %q is empty", h.display())})
+		v.empty(&h)
 	} else if s.table != nil {
-		v.checkTable(s, h, blocks)
+		v.checkTable(s, &h, blocks)
 	}
 	v.matchScope(s.children, i+1, min(h.spanEnd, to))
 }
@@ -237,87 +271,107 @@ func (v *mdValidation) accept(s *templateSection, i, to int) {
 // checkTable reports what the section's tables lack against the template's
 // table. Problems are about the output table closest to the template's, so
 // an agent that wrote several tables learns what the intended one misses.
-func (v *mdValidation) checkTable(s *templateSection, h mdHeading, blocks []ast.Node) {
+func (v *mdValidation) checkTable(s *templateSection, h *mdHeading, blocks []ast.Node) {
 	var best []Problem
 	found := false
-	for _, b := range blocks {
-		_ = ast.Walk(b, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
-			tbl, ok := n.(*east.Table)
-			if !entering || !ok {
-				return ast.WalkContinue, nil
-			}
-			problems := v.tableProblems(s, h, tbl)
-			if !found || len(problems) < len(best) {
-				best = problems
-			}
-			found = true
-			return ast.WalkSkipChildren, nil
-		})
-		if found && len(best) == 0 {
+	var buf [4]*east.Table
+	for _, tbl := range tablesIn(blocks, buf[:0]) {
+		t := readTable(tbl, v.doc)
+		problems := v.tableProblems(s, h, &t)
+		if !found || len(problems) < len(best) {
+			best = problems
+		}
+		found = true
+		if len(best) == 0 {
 			return
 		}
 	}
 	if !found {
-		v.problems = append(v.problems, Problem{
-			Line:    h.line,
-			Message: fmt.Sprintf("section %q has no table; the template's table has columns %s", h.display(), quoteList(s.Columns)),
-		})
+		v.noTable(s, h)
 		return
 	}
 	v.problems = append(v.problems, best...)
 }
 
+// tablesIn appends the tables in the blocks to tables, outermost first.
+// The caller reads them after the walk, at a shallower depth: the step's
+// goroutine starts with a small stack, and a deep call grows it.
+func tablesIn(blocks []ast.Node, tables []*east.Table) []*east.Table {
+	for _, b := range blocks {
+		if tbl, ok := b.(*east.Table); ok {
+			tables = append(tables, tbl)
+			continue
+		}
+		_ = ast.Walk(b, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+			if tbl, ok := n.(*east.Table); ok && entering {
+				tables = append(tables, tbl)
+				return ast.WalkSkipChildren, nil
+			}
+			return ast.WalkContinue, nil
+		})
+	}
+	return tables
+}
+
 // tableProblems compares one output table with the section's required
 // table.
-func (v *mdValidation) tableProblems(s *templateSection, h mdHeading, tbl *east.Table) []Problem {
-	line := v.doc.lines.line(tablePos(tbl))
-	var header []string
-	var labels = map[string]bool{}
-	dataRows := 0
+func (v *mdValidation) tableProblems(s *templateSection, h *mdHeading, t *outputTable) []Problem {
+	var problems []Problem
+	var missingCols []string
+	for i, col := range s.table.columns {
+		if !col.matchAny(t.header) {
+			missingCols = append(missingCols, s.Columns[i])
+		}
+	}
+	if len(missingCols) > 0 {
+		problems = append(problems, tableLacks(t.line, h, "column", "columns", missingCols))
+	}
+	var missingRows []string
+	for i, label := range s.table.rows {
+		if !slices.Contains(t.labels, label) {
+			missingRows = append(missingRows, s.Rows[i])
+		}
+	}
+	if len(missingRows) > 0 {
+		problems = append(problems, tableLacks(t.line, h, "row", "rows", missingRows))
+	}
+	if t.dataRows == 0 {
+		problems = append(problems, noDataRows(t.line, h))
+	}
+	return problems
+}
+
+// outputTable is what a contract reads of a table in an output.
+type outputTable struct {
+	line   int
+	header []string // normalized header cells
+	labels []string // normalized first cells of the rows
+	// dataRows counts the rows with a cell filled.
+	dataRows int
+}
+
+func readTable(tbl *east.Table, d *mdDocument) outputTable {
+	t := outputTable{line: d.lines.line(tablePos(tbl))}
 	for row := tbl.FirstChild(); row != nil; row = row.NextSibling() {
 		if _, ok := row.(*east.TableHeader); ok {
 			for cell := row.FirstChild(); cell != nil; cell = cell.NextSibling() {
-				header = append(header, normalize(plainText(cell, v.doc.src)))
+				t.header = append(t.header, normalize(plainText(cell, d.src)))
 			}
 			continue
 		}
 		filled := false
 		for cell := row.FirstChild(); cell != nil; cell = cell.NextSibling() {
-			norm := normalize(plainText(cell, v.doc.src))
+			norm := normalize(plainText(cell, d.src))
 			if cell == row.FirstChild() {
-				labels[norm] = true
+				t.labels = append(t.labels, norm)
 			}
 			filled = filled || norm != ""
 		}
 		if filled {
-			dataRows++
+			t.dataRows++
 		}
 	}
-	var problems []Problem
-	var missingCols []string
-	for i, col := range s.table.columns {
-		if !col.matchAny(header) {
-			missingCols = append(missingCols, s.Columns[i])
-		}
-	}
-	if len(missingCols) > 0 {
-		problems = append(problems, Problem{Line: line, Message: fmt.Sprintf("table in section %q is missing %s %s",
-			h.display(), plural(len(missingCols), "column", "columns"), quoteList(missingCols))})
-	}
-	var missingRows []string
-	for i, label := range s.table.rows {
-		if !labels[label] {
-			missingRows = append(missingRows, s.Rows[i])
-		}
-	}
-	if len(missingRows) > 0 {
-		problems = append(problems, Problem{Line: line, Message: fmt.Sprintf("table in section %q is missing %s %s",
-			h.display(), plural(len(missingRows), "row", "rows"), quoteList(missingRows))})
-	}
-	if dataRows == 0 {
-		problems = append(problems, Problem{Line: line, Message: fmt.Sprintf("table in section %q has no data rows", h.display())})
-	}
-	return problems
+	return t
 }
 
 // mdDocument is a parsed markdown file reduced to what contracts need: its
@@ -348,9 +402,29 @@ func (h mdHeading) display() string {
 	return strings.Repeat("#", h.level) + " " + h.text
 }
 
+// parseMarkdown parses with scanMarkdown when the document is in its
+// subset, else with goldmark.
 func parseMarkdown(src []byte) *mdDocument {
-	root := markdown.Parser().Parse(text.NewReader(src))
+	if root := scanMarkdown(src); root != nil {
+		return newMDDocument(src, root)
+	}
+	return parseGoldmark(src)
+}
+
+func parseGoldmark(src []byte) *mdDocument {
+	return newMDDocument(src, markdown.Parser().Parse(text.NewReader(src)))
+}
+
+func newMDDocument(src []byte, root ast.Node) *mdDocument {
 	d := &mdDocument{src: src, lines: newLineIndex(src), root: root}
+	d.blocks = make([]ast.Node, 0, root.ChildCount())
+	headings := 0
+	for n := root.FirstChild(); n != nil; n = n.NextSibling() {
+		if n.Kind() == ast.KindHeading {
+			headings++
+		}
+	}
+	d.headings = make([]mdHeading, 0, headings)
 	for n := root.FirstChild(); n != nil; n = n.NextSibling() {
 		if h, ok := n.(*ast.Heading); ok {
 			plain := strings.TrimSpace(plainText(h, src))
@@ -406,6 +480,9 @@ func (d *mdDocument) ownBlocks(i int) []ast.Node {
 // comments. Comments are not rendered, so instructions a template keeps in
 // them may mention placeholders without being unfilled content.
 func (d *mdDocument) unfilledPlaceholders() []Problem {
+	if !bytes.Contains(d.src, []byte("{{")) {
+		return nil
+	}
 	locs := placeholderPattern.FindAllSubmatchIndex(d.src, -1)
 	if len(locs) == 0 {
 		return nil
@@ -555,6 +632,16 @@ func stripComments(raw []byte) []byte {
 // emphasis, code and link markup dropped, escapes and entities resolved,
 // inline HTML left out.
 func plainText(n ast.Node, src []byte) string {
+	if t, ok := n.FirstChild().(*ast.Text); ok && n.ChildCount() == 1 && !t.SoftLineBreak() && !t.HardLineBreak() {
+		// The common single text with nothing to resolve, without a walk.
+		if v := t.Segment.Value(src); t.IsRaw() || bytes.IndexByte(v, '\\') < 0 && bytes.IndexByte(v, '&') < 0 {
+			return string(v)
+		}
+	}
+	return walkPlainText(n, src)
+}
+
+func walkPlainText(n ast.Node, src []byte) string {
 	var b strings.Builder
 	_ = ast.Walk(n, func(c ast.Node, entering bool) (ast.WalkStatus, error) {
 		if !entering {
@@ -586,10 +673,54 @@ func plainText(n ast.Node, src []byte) string {
 // normalize makes heading and cell texts comparable: lower case, inner
 // whitespace collapsed, surrounding whitespace and a trailing colon dropped.
 func normalize(s string) string {
+	if norm, ok := normalizeASCII(s); ok {
+		return norm
+	}
 	s = strings.Join(strings.FieldsFunc(s, unicode.IsSpace), " ")
 	s = strings.TrimSpace(strings.TrimSuffix(s, ":"))
 	return strings.ToLower(s)
 }
+
+// normalizeASCII is normalize of ASCII text, without allocating when the
+// text is normalized already; ok is false for other text.
+func normalizeASCII(s string) (norm string, ok bool) {
+	normal := true
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= utf8.RuneSelf:
+			return "", false
+		case c >= 'A' && c <= 'Z', isASCIISpace(c) && (c != ' ' || i == 0 || i == len(s)-1 || s[i+1] == ' '):
+			normal = false
+		}
+	}
+	if normal && !strings.HasSuffix(s, ":") {
+		return s, true
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	space := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if isASCIISpace(c) {
+			space = b.Len() > 0
+			continue
+		}
+		if space {
+			b.WriteByte(' ')
+			space = false
+		}
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b.WriteByte(c)
+	}
+	norm = b.String()
+	norm = strings.TrimSuffix(norm, ":")
+	return strings.TrimSuffix(norm, " "), true
+}
+
+// isASCIISpace is unicode.IsSpace for ASCII.
+func isASCIISpace(c byte) bool { return c == ' ' || c >= '\t' && c <= '\r' }
 
 // textPattern matches normalized text against a normalized template text
 // in which each {{placeholder}} stands for any non-empty text.

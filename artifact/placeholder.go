@@ -1,6 +1,7 @@
 package artifact
 
 import (
+	"bytes"
 	"regexp"
 	"sort"
 	"unicode/utf8"
@@ -46,7 +47,7 @@ func ExpandPlaceholders(data []byte, value func(name string) string) []byte {
 type lineIndex []int
 
 func newLineIndex(src []byte) lineIndex {
-	var idx lineIndex
+	idx := make(lineIndex, 0, bytes.Count(src, []byte{'\n'}))
 	for i, c := range src {
 		if c == '\n' {
 			idx = append(idx, i)
