@@ -22,6 +22,9 @@ func Write(log *slog.Logger, ev *agentrunner.Event) {
 	case agentrunner.LevelError:
 		level = slog.LevelError
 	}
+	if !log.Enabled(context.Background(), level) {
+		return // the attributes would be built for nothing
+	}
 	attrs := []slog.Attr{slog.String("event_type", ev.Type), slog.String("cycle_id", ev.CycleID)}
 	if ev.Step != "" {
 		attrs = append(attrs, slog.String("step", ev.Step))

@@ -44,3 +44,14 @@ func dropTime(groups []string, a slog.Attr) slog.Attr {
 	}
 	return a
 }
+
+// TestADisabledLevelCostsNothing: an event below the logger's level is
+// dropped before its attributes are built: no allocation.
+func TestADisabledLevelCostsNothing(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(&bytes.Buffer{}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	ev := &agentrunner.Event{Type: "attempt.succeeded", CycleID: "c", Step: "s", Agent: "a", Level: agentrunner.LevelInfo,
+		Details: map[string]any{"attempt": 1, "duration_ms": 12}}
+	if n := testing.AllocsPerRun(100, func() { Write(log, ev) }); n != 0 {
+		t.Errorf("%v allocations for an event below the level, want 0", n)
+	}
+}
