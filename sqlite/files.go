@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -85,8 +86,8 @@ func filesQuery(f agentrunner.FileFilter) (string, []any) {
 // kinds given) created before before; stored artifacts are never pruned.
 // No index holds the files' times (each step's commit would write a page
 // of it): each kind has a mark, the id its last prune stopped at, and a
-// prune walks the ids from the smallest mark to the first file made at or
-// after before, then moves the marks there. A file of a kind made after
+// prune walks the ids from the smallest mark of the kinds it prunes to
+// the first file made at or after before, then moves their marks there. A file of a kind made after
 // before, but with an id below that (times may be a little out of order),
 // holds its kind's mark until it is pruned.
 func (s *Store) PruneFiles(ctx context.Context, before time.Time, kinds ...agentrunner.FileKind) (n int64, err error) {
@@ -97,8 +98,12 @@ func (s *Store) PruneFiles(ctx context.Context, before time.Time, kinds ...agent
 		return 0, nil
 	}
 	err = s.inTx(ctx, func(ctx context.Context, w *writer) (bool, error) {
-		var from, cut int64
-		if err := w.queryRow(ctx, sqlPruneBounds, []any{encodeTime(before)}, &from, &cut); err != nil {
+		from, err := w.pruneFrom(ctx, kinds)
+		if err != nil {
+			return false, translate(err, "prune stored files", "")
+		}
+		var cut int64
+		if err := w.queryRow(ctx, sqlPruneCut, []any{from, encodeTime(before)}, &cut); err != nil {
 			return false, translate(err, "prune stored files", "")
 		}
 		for _, k := range kinds {
@@ -117,18 +122,34 @@ func (s *Store) PruneFiles(ctx context.Context, before time.Time, kinds ...agent
 	return n, err
 }
 
-// The statements of PruneFiles. The bounds are the smallest mark of any
-// kind (0 before the first prune) and the first id at or after it of a
-// file made at or after before, or the last id: the newest file is never
-// pruned, so its id is never given again to a file below a mark. A kind's files
+// pruneFrom is the smallest mark of kinds, 0 for a kind never pruned;
+// the caller holds mu.
+func (w *writer) pruneFrom(ctx context.Context, kinds []agentrunner.FileKind) (int64, error) {
+	from := int64(-1)
+	for _, k := range kinds {
+		var mark int64
+		err := w.queryRow(ctx, sqlPruneMarkOf, []any{string(k)}, &mark)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return 0, err
+		}
+		if from < 0 || mark < from {
+			from = mark
+		}
+	}
+	return from, nil
+}
+
+// The statements of PruneFiles. The walk goes from the smallest mark of
+// the kinds pruned to the cut: the first id at or after it of a file made
+// at or after before, or the last id (the newest file is never pruned, so
+// its id is never given again to a file below a mark). A kind's files
 // between them made before before are deleted, and its mark moves to the
 // first of its files left between them, or to the cut.
 const (
-	sqlPruneBounds = `WITH m AS (SELECT COALESCE(
-			(SELECT MIN(next_id) FROM file_prune_marks WHERE (SELECT COUNT(*) FROM file_prune_marks) = 2), 0) AS from_id)
-		SELECT from_id, COALESCE(
-			(SELECT id FROM files WHERE id >= from_id AND created_at >= ? ORDER BY id LIMIT 1),
-			(SELECT COALESCE(MAX(id), 0) FROM files)) FROM m`
+	sqlPruneMarkOf = `SELECT next_id FROM file_prune_marks WHERE kind = ?`
+	sqlPruneCut    = `SELECT COALESCE(
+			(SELECT id FROM files WHERE id >= ?1 AND created_at >= ?2 ORDER BY id LIMIT 1),
+			(SELECT COALESCE(MAX(id), 0) FROM files))`
 	sqlPruneKind = `DELETE FROM files WHERE kind = ?1 AND id >= ?2 AND id < ?3 AND created_at < ?4`
 	sqlPruneMark = `INSERT INTO file_prune_marks (kind, next_id) VALUES (?1,
 			COALESCE((SELECT MIN(id) FROM files WHERE id >= ?2 AND id < ?3 AND kind = ?1), ?3))

@@ -24,7 +24,7 @@ func TestPruneFilesWalksFromItsMarks(t *testing.T) {
 		name, sql string
 		args      []any
 	}{
-		{"bounds", sqlPruneBounds, []any{encodeTime(time.Now())}},
+		{"cut", sqlPruneCut, []any{10, encodeTime(time.Now())}},
 		{"delete", sqlPruneKind, []any{"prompt", 10, 20, encodeTime(time.Now())}},
 		{"mark", sqlPruneMark, []any{"prompt", 10, 20}},
 	} {
