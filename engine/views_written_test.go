@@ -97,3 +97,31 @@ func TestAStoppingSchedulerWritesThePendingViews(t *testing.T) {
 		t.Errorf("the cycle directory (-stored +got):\n%s", diff)
 	}
 }
+
+// TestViewsOnReadMakeNoDirectoryNobodyReads: with views on read, a run
+// whose agents read nothing from it makes no run directory (a step then
+// creates no file at all); with eager views, the same run has its
+// directory and its artifact there.
+func TestViewsOnReadMakeNoDirectoryNobodyReads(t *testing.T) {
+	for _, mode := range []agentrunner.ViewMode{agentrunner.ViewsOnRead, agentrunner.ViewsEager} {
+		t.Run(string(mode), func(t *testing.T) {
+			f := newFixture(t, execsvc.MockOptions{CompletedAfter: 1}, func(c *config.Config) {
+				c.Pipeline.Views = string(mode)
+				first := c.Pipeline.Steps[c.Pipeline.Start]
+				first.Next = "end"
+				c.Pipeline.Steps = map[string]*config.Step{c.Pipeline.Start: first}
+			})
+			c := f.runOnce(f.engine())
+			if c.Status != agentrunner.CycleCompleted {
+				t.Fatalf("cycle %s: %s", c.Status, c.Error)
+			}
+			_, err := os.Stat(c.Dir)
+			switch {
+			case mode == agentrunner.ViewsOnRead && err == nil:
+				t.Errorf("the run directory %s was made, though nothing was read from it", c.Dir)
+			case mode == agentrunner.ViewsEager && len(files(t, c.Dir)) != 1:
+				t.Errorf("the run directory holds %v, want the step's artifact", files(t, c.Dir))
+			}
+		})
+	}
+}

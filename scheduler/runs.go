@@ -96,7 +96,12 @@ func (s *Scheduler) begin(ch *agentrunner.Change, rs *runState) {
 	s.active[r.Pipeline]++
 	s.started[r.Pipeline] = r.StartedAt
 	s.bound(rs)
-	s.batch.begun[r.ID] = r.Dir
+	if rs.pipeline.Views != agentrunner.ViewsOnRead {
+		// With views on read, whatever first writes in the directory
+		// makes it (a view about to be read, a file agent's attempt
+		// folder): a run nobody reads from costs no directory.
+		s.batch.begun[r.ID] = r.Dir
+	}
 	s.putRun(ch, rs)
 	s.event(ch, rs, "", runEvent(rs.pipeline, "started"), agentrunner.LevelInfo, map[string]any{"pipeline": r.Pipeline, "dir": r.Dir, "inputs": r.Inputs})
 	s.open(ch, rs, rs.pipeline.Start, nil, 0)
