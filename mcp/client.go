@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 
@@ -106,6 +107,9 @@ type Client struct {
 	http   *http.Client
 	stderr *tail
 	secret []string // strings never shown in an error
+	// passed are the values of the credentials the running stdio server
+	// was passed (env.pass), read at its start: never shown either.
+	passed atomic.Pointer[[]string]
 
 	tools   []Imported
 	skipped []string
@@ -164,7 +168,7 @@ func Connect(ctx context.Context, cfg ServerConfig) (*Client, error) {
 		}
 		c.http = &http.Client{Transport: rt}
 	} else {
-		c.stderr = &tail{max: stderrTail, out: cfg.Stderr}
+		c.stderr = &tail{max: stderrTail, out: cfg.Stderr, redact: c.redact}
 	}
 
 	s, err := c.connect(ctx)
@@ -309,6 +313,11 @@ func (c *Client) redact(s string) string {
 	for _, sec := range c.secret {
 		s = strings.ReplaceAll(s, sec, "[redacted]")
 	}
+	if p := c.passed.Load(); p != nil {
+		for _, v := range *p {
+			s = strings.ReplaceAll(s, v, "[redacted]")
+		}
+	}
 	if c.cfg.BearerFrom != nil {
 		if t := c.cfg.BearerFrom(); t != "" {
 			s = strings.ReplaceAll(s, t, "[redacted]")
@@ -349,6 +358,10 @@ func (c *Client) connect(ctx context.Context) (*session, error) {
 		cmd = exec.Command(c.cfg.Command[0], c.cfg.Command[1:]...)
 		// Never os.Environ() as a whole: it holds the runner's secrets.
 		cmd.Env = childenv.BuildWith(c.cfg.Lookup, os.Environ(), nil, c.cfg.Env)
+		passed := childenv.PassedValues(cmd.Env, c.cfg.Env)
+		// Longest first, so a secret containing another is replaced whole.
+		slices.SortFunc(passed, func(a, b string) int { return len(b) - len(a) })
+		c.passed.Store(&passed)
 		cmd.Stderr = c.stderr
 		cmd.SysProcAttr = sysProcAttr()
 		// A grandchild holding stderr open must not keep Close waiting.
@@ -366,6 +379,9 @@ func (c *Client) connect(ctx context.Context) (*session, error) {
 	s := &session{cs: cs, cmd: cmd, done: make(chan struct{})}
 	c.wg.Go(func() {
 		_ = cs.Wait()
+		if c.stderr != nil {
+			c.stderr.flush()
+		}
 		close(s.done)
 		// Reap a server that ended on its own (or whose session was lost).
 		_ = s.close()
@@ -673,26 +689,57 @@ func (b *bearer) RoundTrip(req *http.Request) (*http.Response, error) {
 	return b.next.RoundTrip(r)
 }
 
-// tail keeps the end of a stream and copies it on to out.
+// tail keeps the end of a stream and copies it on to out, a line at a
+// time with redact applied, so that a secret the server prints is not
+// split across two writes and shown in halves.
 type tail struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-	out io.Writer
+	mu     sync.Mutex
+	max    int
+	buf    []byte
+	out    io.Writer
+	redact func(string) string
+	line   []byte // the start of a line not yet copied to out
 }
 
 // Write never fails, so the server never blocks on a full stderr pipe.
 func (t *tail) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.out != nil {
-		_, _ = t.out.Write(p)
-	}
 	t.buf = append(t.buf, p...)
 	if len(t.buf) > t.max {
 		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
 	}
+	if t.out == nil {
+		return len(p), nil
+	}
+	t.line = append(t.line, p...)
+	if i := bytes.LastIndexByte(t.line, '\n'); i >= 0 {
+		t.copyOut(t.line[:i+1])
+		t.line = append(t.line[:0], t.line[i+1:]...)
+	}
+	if len(t.line) > t.max { // a line without end: copied in pieces
+		t.copyOut(t.line)
+		t.line = t.line[:0]
+	}
 	return len(p), nil
+}
+
+// flush copies out what is left of the last line, once the server ended.
+func (t *tail) flush() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.out != nil && len(t.line) > 0 {
+		t.copyOut(t.line)
+		t.line = t.line[:0]
+	}
+}
+
+func (t *tail) copyOut(b []byte) {
+	s := string(b)
+	if t.redact != nil {
+		s = t.redact(s)
+	}
+	_, _ = io.WriteString(t.out, s)
 }
 
 // String returns the kept end, trimmed and valid UTF-8.

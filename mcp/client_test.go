@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -92,11 +93,7 @@ func TestStdioServerGetsOnlyTheAllowedEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]string{}
-	for _, kv := range strings.Split(out, "\n") {
-		k, v, _ := strings.Cut(kv, "=")
-		got[k] = v
-	}
+	got := envDump(t, out)
 	want := map[string]string{modeEnv: "upstream", dumpEnv: "1", "FILES_ROOT": "/srv/files", "FILES_TOKEN": "files-token",
 		"HOME": "/home/operator", "LANG": "C.UTF-8", "PATH": os.Getenv("PATH")}
 	for _, name := range []string{"TZ", "TMPDIR"} {
@@ -225,12 +222,7 @@ func TestStdioServerGetsTheRunnersSecretsAtEachStart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, kv := range strings.Split(out, "\n") {
-			if v, ok := strings.CutPrefix(kv, "FILES_TOKEN="); ok {
-				return v
-			}
-		}
-		return ""
+		return envDump(t, out)["FILES_TOKEN"]
 	}
 	if got := seen(); got != "from-the-secrets-file" {
 		t.Fatalf("FILES_TOKEN=%q, want the secrets file's", got)
@@ -568,5 +560,76 @@ func TestARotatedBearerTokenIsSentFromTheNextRequest(t *testing.T) {
 	}
 	if got := c.redact("token second-token-4567"); strings.Contains(got, "second-token-4567") {
 		t.Errorf("redact = %q, shows the rotated token", got)
+	}
+}
+
+// envDump decodes the env tool's dump: NAME=hex(value) per line.
+func envDump(t *testing.T, out string) map[string]string {
+	t.Helper()
+	got := map[string]string{}
+	for _, kv := range strings.Split(out, "\n") {
+		k, v, _ := strings.Cut(kv, "=")
+		b, err := hex.DecodeString(v)
+		if err != nil {
+			t.Fatalf("the env dump's %s: %v", k, err)
+		}
+		got[k] = string(b)
+	}
+	return got
+}
+
+// TestPassedCredentialsAreRedacted: a credential passed to a stdio
+// server (env.pass, here from the runner's secrets) never shows in what
+// the client passes on: the tool results the model and the event log
+// get, the server's stderr copied to the runner's log, and the error of
+// a start that failed, which quotes that stderr. A base variable it is
+// passed (PATH) is no secret and shows.
+func TestPassedCredentialsAreRedacted(t *testing.T) {
+	const secret = "sk-live-0123456789abcdef"
+	lookup := func(name string) (string, bool) { return secret, name == "UPSTREAM_KEY" }
+	stderr := &syncbuf.Buffer{}
+	cfg := stdioConfig(map[string]string{leakEnv: "UPSTREAM_KEY"})
+	cfg.Env.Pass, cfg.Lookup, cfg.Stderr = []string{"UPSTREAM_KEY", "PATH"}, lookup, stderr
+	c := connect(t, cfg)
+	out, err := call(t, handlerOf(t, c, "up_env"), `{}`)
+	if err != nil || out != "the key is [redacted]" {
+		t.Errorf("the tool's result = %q, %v; want the key redacted", out, err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if log := stderr.String(); strings.Contains(log, secret) || !strings.Contains(log, "using key [redacted]\n") {
+		t.Errorf("the server's stderr as logged = %q, want the key redacted", log)
+	}
+
+	cfg = stdioConfig(map[string]string{modeEnv: "badstart", leakEnv: "UPSTREAM_KEY"})
+	cfg.Env.Pass, cfg.Lookup = []string{"UPSTREAM_KEY"}, lookup
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	_, err = Connect(ctx, cfg)
+	if err == nil || strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), "refused key [redacted]") {
+		t.Errorf("a failed start = %v, want its stderr quoted with the key redacted", err)
+	}
+}
+
+// TestAStderrLineIsRedactedWhole: the stderr copied to the log is
+// redacted a line at a time, so a secret the server writes in two pieces
+// is still redacted; a last line without its end is copied once the
+// server has ended.
+func TestAStderrLineIsRedactedWhole(t *testing.T) {
+	var out strings.Builder
+	tl := &tail{max: 64, out: &out, redact: func(s string) string { return strings.ReplaceAll(s, "hunter2", "[redacted]") }}
+	for _, p := range []string{"key hun", "ter2\nnext ", "line hunter2"} {
+		tl.Write([]byte(p))
+	}
+	if got := out.String(); got != "key [redacted]\n" {
+		t.Errorf("copied before the end = %q", got)
+	}
+	tl.flush()
+	if got, want := out.String(), "key [redacted]\nnext line [redacted]"; got != want {
+		t.Errorf("copied = %q, want %q", got, want)
+	}
+	if got := tl.String(); got != "key hunter2\nnext line hunter2" {
+		t.Errorf("the kept end = %q: it is redacted where it is shown", got)
 	}
 }

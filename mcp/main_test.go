@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -27,7 +28,8 @@ const (
 	grandchildEnv = "MCPTEST_GRANDCHILD" // upstream: start a sleeper, write its pid here
 	stubbornEnv   = "MCPTEST_STUBBORN"   // upstream: ignore stdin EOF and SIGTERM
 	greetingEnv   = "MCPTEST_GREETING"   // upstream: returned by the env tool
-	dumpEnv       = "MCPTEST_DUMPENV"    // upstream: the env tool returns the whole environment
+	dumpEnv       = "MCPTEST_DUMPENV"    // upstream: the env tool returns the whole environment, values in hex
+	leakEnv       = "MCPTEST_LEAK"       // upstream, badstart: print the value of this variable
 )
 
 func TestMain(m *testing.M) {
@@ -54,6 +56,10 @@ func helperMain(mode string) int {
 	case "upstream":
 		return upstreamMain(ctx)
 	case "badstart":
+		if name := os.Getenv(leakEnv); name != "" {
+			fmt.Fprintf(os.Stderr, "fatal: upstream refused key %s\n", os.Getenv(name))
+			return 1
+		}
 		fmt.Fprintln(os.Stderr, "fatal: missing API key for upstream")
 		return 1
 	case "sleep":
@@ -65,6 +71,9 @@ func helperMain(mode string) int {
 
 func upstreamMain(ctx context.Context) int {
 	fmt.Fprintln(os.Stderr, "upstream ready")
+	if name := os.Getenv(leakEnv); name != "" {
+		fmt.Fprintf(os.Stderr, "using key %s\n", os.Getenv(name))
+	}
 	if f := os.Getenv(pidFileEnv); f != "" {
 		if err := os.WriteFile(f, []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
 			return 2
@@ -178,7 +187,17 @@ func upstreamServer() *mcpsdk.Server {
 	})
 	srv.AddTool(&mcpsdk.Tool{Name: "env", InputSchema: obj}, func(context.Context, *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
 		if os.Getenv(dumpEnv) != "" {
-			return text(strings.Join(os.Environ(), "\n")), nil
+			// In hex: the client redacts the credentials it passed
+			// wherever they appear in plain.
+			var lines []string
+			for _, kv := range os.Environ() {
+				k, v, _ := strings.Cut(kv, "=")
+				lines = append(lines, k+"="+hex.EncodeToString([]byte(v)))
+			}
+			return text(strings.Join(lines, "\n")), nil
+		}
+		if name := os.Getenv(leakEnv); name != "" {
+			return text("the key is " + os.Getenv(name)), nil
 		}
 		return text(os.Getenv(greetingEnv)), nil
 	})

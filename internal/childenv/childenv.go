@@ -134,6 +134,22 @@ func isBase(name string) bool {
 	return slices.ContainsFunc(Base, is) || (windows && slices.ContainsFunc(WindowsBase, is))
 }
 
+// PassedValues returns the values env (a child's environment, as
+// BuildWith returns it) gives the variables s passes that are not base
+// variables: the credentials a child was handed, which whatever shows its
+// output must not repeat. Base variables (PATH, HOME, the locale) every
+// child gets anyway; they are not secrets.
+func PassedValues(env []string, s Spec) []string {
+	var vals []string
+	for _, kv := range env {
+		name, value, _ := strings.Cut(kv, "=")
+		if value != "" && !isBase(name) && passed(name, []Spec{s}) {
+			vals = append(vals, value)
+		}
+	}
+	return vals
+}
+
 // passed reports whether a spec passes the variable name.
 func passed(name string, specs []Spec) bool {
 	for _, s := range specs {
