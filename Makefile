@@ -110,7 +110,11 @@ bench:
 
 # bench-peer: agentrunner's durable step against LangGraph.js's, side by
 # side, PAIRS pairs in turn, in BENCH_DIR (on the disk to measure, not
-# tmpfs), with one fsync measured in each pair. It needs Node.js and, once,
+# tmpfs), with one fsync and the creation of one file measured in each pair
+# (its create column: hundreds of µs mean ext4 without a journal is slow
+# after deletions). Every file of the series stays in one directory under
+# BENCH_DIR until the last pair, because deleting them would slow the
+# creation of the next runs' files for minutes. It needs Node.js and, once,
 # the npm registry; see bench/peers/langgraph/README.md. make test does not run it.
 PAIRS ?= 5
 BENCH_DIR ?= $(CURDIR)/.bench-peer

@@ -25,9 +25,13 @@ const benchSteps = 10
 
 // benchRoot holds the files of every benchmark run until the process ends.
 // Removing a run's files before the next run starts would slow that run
-// down: ext4 without a journal passes over recently freed inodes when it
-// allocates one (for 30 s), so a benchmark that deletes its previous
-// run's thousands of files measures that deletion, not the step.
+// down: ext4 without a journal, to allocate an inode, passes over every
+// inode of the block group freed in the last minute (six while the inode
+// table's block is not yet written back), so a benchmark that deletes its
+// previous run's thousands of files measures that deletion, not the step.
+// The same holds across processes: with keepEnv set to 1, TestMain leaves
+// benchRoot in place, for a harness that runs one benchmark per process
+// (make bench-peer) to remove once, after the last.
 var benchRoot struct {
 	once sync.Once
 	dir  string
@@ -47,9 +51,12 @@ func benchDir(b *testing.B) string {
 	return dir
 }
 
+// keepEnv, set to 1, keeps benchRoot when the process ends.
+const keepEnv = "AGENTRUNNER_BENCH_KEEP"
+
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if benchRoot.dir != "" {
+	if benchRoot.dir != "" && os.Getenv(keepEnv) != "1" {
 		os.RemoveAll(benchRoot.dir)
 	}
 	os.Exit(code)

@@ -17,12 +17,18 @@ import (
 )
 
 // The engine's benchmarks compare runs: a durable step, the one fsync
-// every durable commit costs, and the floor of agentrunner's step
+// every durable commit costs, the creation of one file (what the file
+// system's phase costs a view), and the floor of agentrunner's step
 // protocol (its file and database work without the engine).
 const (
-	fsyncBench = "BenchmarkFsync"
-	floorBench = "BenchmarkDurabilityFloor"
+	fsyncBench  = "BenchmarkFsync"
+	createBench = "BenchmarkCreateFile"
+	floorBench  = "BenchmarkDurabilityFloor"
 )
+
+// keepEnv set to 1 tells the engine's test binary to leave its files
+// when it exits: the series directory holds them until the last pair.
+const keepEnv = "AGENTRUNNER_BENCH_KEEP"
 
 // defaultStep is the sub-benchmark of BenchmarkStep compared by default.
 const defaultStep = "publish"
@@ -51,8 +57,8 @@ func (cfg config) floorBench() string {
 }
 
 // engineRun is what one run of the engine's benchmarks measured, in ms:
-// per step, per fsync and per step of the floor.
-type engineRun struct{ step, fsync, floor float64 }
+// per step, per fsync, per file created and per step of the floor.
+type engineRun struct{ step, fsync, create, floor float64 }
 
 // pair is one run of each program: the engine's figures and LangGraph's
 // ms per step.
@@ -66,7 +72,7 @@ type pair struct {
 // agentrunner is faster.
 func (p pair) ratio() float64 { return p.peer / p.step }
 
-func run(ctx context.Context, cfg config, w io.Writer) error {
+func run(ctx context.Context, cfg config, w io.Writer) (err error) {
 	if err := cfg.check(); err != nil {
 		return err
 	}
@@ -75,20 +81,33 @@ func run(ctx context.Context, cfg config, w io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("-dir: %w", err)
 	}
-	cfg.dir = dir
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("-dir: %w", err)
 	}
 	fmt.Fprintf(w, "agentrunner %s (%d steps) against LangGraph.js, SQLite checkpointer, durability=sync, synchronous=FULL (%d invocations of 6 steps), in %s\n",
 		cfg.stepBench(), cfg.steps, cfg.invocations, dir)
+	series, err := os.MkdirTemp(dir, "series-")
+	if err != nil {
+		return fmt.Errorf("-dir: %w", err)
+	}
+	// Every file of the series stays until the last pair has run: on ext4
+	// without a journal, deleting thousands of files slows the creation
+	// of files near them for minutes, so deleting one run's files would
+	// slow the next runs, agentrunner's, which create a file per step.
+	defer func() {
+		if rerr := os.RemoveAll(series); rerr != nil && err == nil {
+			err = fmt.Errorf("removing the series' files: %w", rerr)
+		}
+	}()
 	printHeader(w)
 	pairs := make([]pair, 0, cfg.pairs)
 	for i := range cfg.pairs {
-		p, err := runPair(ctx, cfg, i%2 == 1)
+		n := i + 1
+		p, err := runPair(ctx, cfg, series, n)
 		if err != nil {
-			return fmt.Errorf("pair %d: %w", i+1, err)
+			return fmt.Errorf("pair %d: %w", n, err)
 		}
-		printPair(w, i+1, p)
+		printPair(w, n, p)
 		pairs = append(pairs, p)
 	}
 	printSummary(w, pairs)
@@ -109,13 +128,14 @@ func (cfg config) check() error {
 	return nil
 }
 
-// runPair runs agentrunner then LangGraph, or the other way round.
-func runPair(ctx context.Context, cfg config, peerFirst bool) (pair, error) {
-	p := pair{peerFirst: peerFirst}
-	engine := func() (err error) { p.engineRun, err = runEngine(ctx, cfg); return err }
-	peer := func() (err error) { p.peer, err = runPeer(ctx, cfg); return err }
+// runPair runs pair n in the series directory: agentrunner then
+// LangGraph in odd pairs, the other way round in even ones.
+func runPair(ctx context.Context, cfg config, series string, n int) (pair, error) {
+	p := pair{peerFirst: n%2 == 0}
+	engine := func() (err error) { p.engineRun, err = runEngine(ctx, cfg, series); return err }
+	peer := func() (err error) { p.peer, err = runPeer(ctx, cfg, series, n); return err }
 	order := []func() error{engine, peer}
-	if peerFirst {
+	if p.peerFirst {
 		order = []func() error{peer, engine}
 	}
 	for _, f := range order {
@@ -126,22 +146,23 @@ func runPair(ctx context.Context, cfg config, peerFirst bool) (pair, error) {
 	return p, nil
 }
 
-// benchPatterns run the step and the fsync benchmarks alone, one after
-// the other: go test matches each level of a benchmark's name separately,
-// so one pattern cannot pick a sub-benchmark of one and the other whole.
+// benchPatterns run the step, fsync, create and floor benchmarks alone,
+// one after the other: go test matches each level of a benchmark's name
+// separately, so one pattern cannot pick a sub-benchmark of one and the
+// others whole.
 func (cfg config) benchPatterns() []string {
 	step := "^BenchmarkStep$/^" + regexp.QuoteMeta(cmp.Or(cfg.step, defaultStep)) + "$"
-	return []string{step, "^" + fsyncBench + "$", "^" + cfg.floorBench() + "$"}
+	return []string{step, "^" + fsyncBench + "$", "^" + createBench + "$", "^" + cfg.floorBench() + "$"}
 }
 
-// runEngine runs the step, fsync and floor benchmarks in cfg.dir, where
-// the benchmarks make their directories (os.TempDir).
-func runEngine(ctx context.Context, cfg config) (engineRun, error) {
+// runEngine runs the engine's benchmarks, each in its own process, in
+// series, where they make their directories (os.TempDir) and leave them.
+func runEngine(ctx context.Context, cfg config, series string) (engineRun, error) {
 	var out strings.Builder
 	for _, pattern := range cfg.benchPatterns() {
 		cmd := exec.CommandContext(ctx, cfg.engine, "-test.run", "^$",
 			"-test.bench", pattern, "-test.benchtime", fmt.Sprintf("%dx", cfg.steps))
-		cmd.Env = append(os.Environ(), "TMPDIR="+cfg.dir, "TMP="+cfg.dir, "TEMP="+cfg.dir)
+		cmd.Env = append(os.Environ(), "TMPDIR="+series, "TMP="+series, "TEMP="+series, keepEnv+"=1")
 		o, err := output(cmd)
 		if err != nil {
 			return engineRun{}, err
@@ -151,14 +172,10 @@ func runEngine(ctx context.Context, cfg config) (engineRun, error) {
 	return parseEngine(out.String(), cfg.stepBench(), cfg.floorBench())
 }
 
-// runPeer runs lg_bench.mjs durably on a fresh database in cfg.dir.
-func runPeer(ctx context.Context, cfg config) (float64, error) {
-	db := filepath.Join(cfg.dir, "lg.db")
-	defer func() {
-		for _, s := range []string{"", "-wal", "-shm"} {
-			os.Remove(db + s)
-		}
-	}()
+// runPeer runs lg_bench.mjs durably on a database of its own, new in
+// series, for pair n; the database stays with the series' other files.
+func runPeer(ctx context.Context, cfg config, series string, n int) (float64, error) {
+	db := filepath.Join(series, fmt.Sprintf("lg-%d.db", n))
 	cmd := exec.CommandContext(ctx, cfg.node, "lg_bench.mjs", "--mode=sqlite", "--durability=sync", "--sync=FULL",
 		fmt.Sprintf("--n=%d", cfg.invocations), fmt.Sprintf("--warmup=%d", cfg.warmup), "--db="+db)
 	cmd.Dir = cfg.langgraph
@@ -181,8 +198,8 @@ func output(cmd *exec.Cmd) (string, error) {
 	return string(out), nil
 }
 
-// parseEngine returns the ms per op of stepBench, fsyncBench and
-// floorBench from the output of the engine's test binary.
+// parseEngine returns the ms per op of stepBench, fsyncBench, createBench
+// and floorBench from the output of the engine's test binary.
 func parseEngine(out, stepBench, floorBench string) (engineRun, error) {
 	ms := map[string]float64{}
 	for line := range strings.Lines(out) {
@@ -196,12 +213,12 @@ func parseEngine(out, stepBench, floorBench string) (engineRun, error) {
 		}
 		ms[trimProcs(f[0])] = ns / 1e6
 	}
-	for _, name := range []string{stepBench, fsyncBench, floorBench} {
+	for _, name := range []string{stepBench, fsyncBench, createBench, floorBench} {
 		if ms[name] == 0 {
 			return engineRun{}, fmt.Errorf("no %s line in the engine's output:\n%s", name, out)
 		}
 	}
-	return engineRun{step: ms[stepBench], fsync: ms[fsyncBench], floor: ms[floorBench]}, nil
+	return engineRun{step: ms[stepBench], fsync: ms[fsyncBench], create: ms[createBench], floor: ms[floorBench]}, nil
 }
 
 // trimProcs drops the -GOMAXPROCS suffix go test adds to a benchmark's
@@ -244,11 +261,11 @@ func parsePeer(out string) (float64, error) {
 	return *r.PerStep, nil
 }
 
-const rowFormat = "%4s  %-11s  %11s  %9s  %7s  %6s  %5s  %11s  %9s\n"
+const rowFormat = "%4s  %-11s  %11s  %9s  %7s  %6s  %6s  %5s  %11s  %9s\n"
 
 func printHeader(w io.Writer) {
-	fmt.Fprintf(w, rowFormat, "pair", "first", "agentrunner", "LangGraph", "floor", "fsync", "ratio", "agentrunner", "LangGraph")
-	fmt.Fprintf(w, rowFormat, "", "", "ms/step", "ms/step", "ms/step", "ms", "", "fsyncs", "fsyncs")
+	fmt.Fprintf(w, rowFormat, "pair", "first", "agentrunner", "LangGraph", "floor", "fsync", "create", "ratio", "agentrunner", "LangGraph")
+	fmt.Fprintf(w, rowFormat, "", "", "ms/step", "ms/step", "ms/step", "ms", "µs", "", "fsyncs", "fsyncs")
 }
 
 func printPair(w io.Writer, n int, p pair) {
@@ -256,11 +273,14 @@ func printPair(w io.Writer, n int, p pair) {
 	if p.peerFirst {
 		first = "LangGraph"
 	}
-	fmt.Fprintf(w, rowFormat, strconv.Itoa(n), first, ms(p.step), ms(p.peer), ms(p.floor), ms(p.fsync),
+	fmt.Fprintf(w, rowFormat, strconv.Itoa(n), first, ms(p.step), ms(p.peer), ms(p.floor), ms(p.fsync), micros(p.create),
 		fmt.Sprintf("%.2f", p.ratio()), fmt.Sprintf("%.1f", p.step/p.fsync), fmt.Sprintf("%.1f", p.peer/p.fsync))
 }
 
 func ms(v float64) string { return fmt.Sprintf("%.3f", v) }
+
+// micros prints a figure in ms as µs: a file's creation is tens to hundreds.
+func micros(v float64) string { return fmt.Sprintf("%.1f", v*1000) }
 
 func printSummary(w io.Writer, pairs []pair) {
 	r := spreadOf(pairs, pair.ratio)
@@ -273,6 +293,9 @@ func printSummary(w io.Writer, pairs []pair) {
 	floor := spreadOf(pairs, func(p pair) float64 { return p.peer / p.floor })
 	fmt.Fprintf(w, "LangGraph / agentrunner's floor (its step's file and database work alone), the most the ratio can be: median %.2f, range %.2f–%.2f\n",
 		floor.median, floor.min, floor.max)
+	create := spreadOf(pairs, func(p pair) float64 { return p.create * 1000 })
+	fmt.Fprintf(w, "creating a file, µs: median %.1f, range %.1f–%.1f (on ext4 without a journal a file created soon after many deletions nearby costs far more; the eager views create one file per step, the floor one too)\n",
+		create.median, create.min, create.max)
 }
 
 // spread is the median and range of a figure over the pairs.

@@ -10,6 +10,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 )
 
 func main() {
@@ -24,7 +26,12 @@ func main() {
 	flag.IntVar(&cfg.warmup, "warmup", 20, "LangGraph invocations per run before the measured ones")
 	flag.StringVar(&cfg.step, "step", defaultStep, "the sub-benchmark of BenchmarkStep to compare: publish (views written in the background) or publish-on-read (views written when read)")
 	flag.Parse()
-	if err := run(context.Background(), cfg, os.Stdout); err != nil {
+	// An interrupt ends the program running and makes run return, so
+	// that it removes the series' files, as on any other error.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, cfg, os.Stdout)
+	stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench-peer:", err)
 		os.Exit(1)
 	}
