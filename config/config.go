@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -678,6 +679,25 @@ type Auth struct {
 	// JWT, when set, also accepts bearer tokens signed with its key; the
 	// token's subject is the operator and its "role" claim the role.
 	JWT *JWT `yaml:"jwt"`
+	// TrustedProxies are the reverse proxies (addresses or CIDR ranges)
+	// whose X-Forwarded-For names the client: behind one, every client
+	// shares the proxy's address, and the limit on refused credentials
+	// would refuse them all for one client's guesses.
+	TrustedProxies []string `yaml:"trusted_proxies"`
+}
+
+// ParseProxy reads an entry of trusted_proxies: an address (a range of
+// one) or a CIDR range.
+func ParseProxy(s string) (netip.Prefix, error) {
+	if p, err := netip.ParsePrefix(s); err == nil {
+		return p.Masked(), nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("want an IP address or a CIDR range such as 10.0.0.0/8, got %q", s)
+	}
+	a = a.Unmap()
+	return netip.PrefixFrom(a, a.BitLen()), nil
 }
 
 // APIKey is one named key with a role. The key itself is in the

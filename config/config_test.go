@@ -399,3 +399,23 @@ func TestSchedulerSettings(t *testing.T) {
 		t.Errorf("problems (-want +got):\n%s", diff)
 	}
 }
+
+func TestTrustedProxies(t *testing.T) {
+	src := valid + "server:\n  auth:\n    trusted_proxies: [10.0.0.0/8, 192.168.1.7, \"::1\", 10.1.2.3/33, proxy.local]\n"
+	got := problems(t, src, nil)
+	want := []string{
+		`agentrunner.yaml:37:55: server.auth.trusted_proxies[3]: want an IP address or a CIDR range such as 10.0.0.0/8, got "10.1.2.3/33"`,
+		`agentrunner.yaml:37:68: server.auth.trusted_proxies[4]: want an IP address or a CIDR range such as 10.0.0.0/8, got "proxy.local"`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+	for _, tc := range []struct{ in, want string }{
+		{"10.0.0.0/8", "10.0.0.0/8"}, {"10.9.9.9/8", "10.0.0.0/8"}, {"192.168.1.7", "192.168.1.7/32"},
+		{"::1", "::1/128"}, {"::ffff:10.0.0.1", "10.0.0.1/32"},
+	} {
+		if p, err := ParseProxy(tc.in); err != nil || p.String() != tc.want {
+			t.Errorf("ParseProxy(%q) = %v, %v; want %s", tc.in, p, err, tc.want)
+		}
+	}
+}

@@ -488,6 +488,11 @@ func (v *validator) server() {
 			v.add("server.auth.jwt.algorithm", "unknown algorithm %q (supported: HS256, RS256)", j.Algorithm)
 		}
 	}
+	for i, p := range s.Auth.TrustedProxies {
+		if _, err := ParseProxy(p); err != nil {
+			v.add(fmt.Sprintf("server.auth.trusted_proxies[%d]", i), "%v", err)
+		}
+	}
 	for i, p := range s.Public {
 		if p != PublicHealth && p != PublicMetrics {
 			v.add(fmt.Sprintf("server.public[%d]", i), "unknown endpoint group %q (supported: health, metrics)", p)

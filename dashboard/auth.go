@@ -100,7 +100,10 @@ func (d *Dashboard) handleLogin(w http.ResponseWriter, r *http.Request) {
 		d.render(w, r, nil, http.StatusBadRequest, "login", "Sign in", loginView{Next: next, Error: "enter an API key or a JWT"})
 		return
 	}
-	check := &http.Request{Header: http.Header{"Authorization": {"Bearer " + cred}}, RemoteAddr: r.RemoteAddr}
+	// The proxies' chain goes along: behind a trusted proxy, the limit on
+	// refused credentials counts the client it names.
+	check := &http.Request{Header: http.Header{"Authorization": {"Bearer " + cred},
+		"X-Forwarded-For": r.Header.Values("X-Forwarded-For")}, RemoteAddr: r.RemoteAddr}
 	p, err := auth.Authenticate(check)
 	if err != nil {
 		d.log.Warn("dashboard login refused", "remote", r.RemoteAddr, "reason", agentrunner.ErrorMessage(err))

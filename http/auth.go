@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -83,6 +84,9 @@ type credentials struct {
 	jwtKey  any
 	jwtAlg  string
 	jwtOpts []jwt.ParserOption
+	// proxies are the trusted reverse proxies: a request from one is
+	// counted against the client its X-Forwarded-For names.
+	proxies []netip.Prefix
 }
 
 // apiKey is a configured key, kept only as its SHA-256 so the key itself
@@ -162,6 +166,13 @@ func NewAuthenticator(auth config.Auth, baseDir string, lookup func(string) (str
 		if j.Audience != "" {
 			a.jwtOpts = append(a.jwtOpts, jwt.WithAudience(j.Audience))
 		}
+	}
+	for i, e := range auth.TrustedProxies {
+		p, err := config.ParseProxy(e)
+		if err != nil {
+			return nil, fmt.Errorf("server.auth.trusted_proxies[%d]: %w", i, err)
+		}
+		a.proxies = append(a.proxies, p)
 	}
 	out := &Authenticator{refused: newRefusals(now)}
 	out.creds.Store(a)
@@ -262,7 +273,7 @@ func (a *Authenticator) Authenticate(r *http.Request) (Principal, error) {
 	if !c.enabled() {
 		return Principal{Name: "local", Role: config.RoleAdmin, Via: ViaLoopback}, nil
 	}
-	addr := clientAddr(r)
+	addr := clientAddr(r, c.proxies)
 	if wait := a.refused.wait(addr); wait > 0 {
 		return Principal{}, agentrunner.Errorf(agentrunner.ETOOMANY,
 			"too many refused credentials from this address: try again in %s", wait.Round(time.Second))
@@ -518,11 +529,41 @@ func (l *refusals) add(addr string) {
 	}
 }
 
-// clientAddr is the address a request came from, without its port.
-func clientAddr(r *http.Request) string {
+// clientAddr is the address a request came from, without its port. A
+// request from a trusted proxy came from the last address of its
+// X-Forwarded-For that is not a trusted proxy's: each proxy appends the
+// address it was called from, so the entries left of that one are the
+// client's to write, and could be forged.
+func clientAddr(r *http.Request, proxies []netip.Prefix) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
-		return r.RemoteAddr
+		host = r.RemoteAddr
+	}
+	if !trusted(host, proxies) {
+		return host
+	}
+	var hops []string
+	for _, v := range r.Header.Values("X-Forwarded-For") {
+		hops = append(hops, strings.Split(v, ",")...)
+	}
+	for _, hop := range slices.Backward(hops) {
+		a, err := netip.ParseAddr(strings.TrimSpace(hop))
+		if err != nil {
+			return host // a malformed chain names no client: count the proxy
+		}
+		if !trusted(a.String(), proxies) {
+			return a.Unmap().String()
+		}
 	}
 	return host
+}
+
+// trusted reports whether addr is one of the trusted proxies.
+func trusted(addr string, proxies []netip.Prefix) bool {
+	a, err := netip.ParseAddr(addr)
+	if err != nil {
+		return false
+	}
+	a = a.Unmap()
+	return slices.ContainsFunc(proxies, func(p netip.Prefix) bool { return p.Contains(a) })
 }

@@ -632,3 +632,68 @@ func TestRefusedCredentialsSlowGuessing(t *testing.T) {
 		t.Errorf("a minute after the first refusal: %d, want 200", w.Code)
 	}
 }
+
+// TestRefusedCredentialsBehindAProxy: behind a trusted proxy, the limit on
+// refused credentials counts the client the proxy's X-Forwarded-For names,
+// the last entry that is not a trusted proxy's, so one client's guesses do
+// not lock out the others sharing the proxy; entries a client wrote itself
+// (left of that one) and a chain sent by an untrusted peer are ignored.
+func TestRefusedCredentialsBehindAProxy(t *testing.T) {
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	env := map[string]string{"OPS_KEY": "right-key-0123456789abcdef"}
+	auth := config.Auth{APIKeys: []config.APIKey{{Name: "ops", Role: config.RoleOperator, KeyEnv: "OPS_KEY"}},
+		TrustedProxies: []string{"10.0.0.0/8", "192.0.2.1"}}
+	a, err := arhttp.NewAuthenticator(auth, "", func(k string) (string, bool) { v, ok := env[k]; return v, ok }, func() time.Time { return now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := a.Require(config.RoleViewer, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}), func(w http.ResponseWriter, r *http.Request, err error) {
+		http.Error(w, err.Error(), map[string]int{agentrunner.EUNAUTHORIZED: 401, agentrunner.ETOOMANY: 429}[agentrunner.ErrorCode(err)])
+	})
+	call := func(peer, forwarded, key string) int {
+		r := httptest.NewRequest(http.MethodGet, "/api/status", nil)
+		r.RemoteAddr = peer + ":50000"
+		if forwarded != "" {
+			r.Header.Set("X-Forwarded-For", forwarded)
+		}
+		r.Header.Set("Authorization", "Bearer "+key)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w.Code
+	}
+	const right = "right-key-0123456789abcdef"
+	// A client that forges an address of its own left of the one the
+	// proxies saw: its guesses count against 203.0.113.7.
+	for i := 0; i < 10; i++ {
+		if code := call("10.0.0.5", fmt.Sprintf("198.51.100.%d, 203.0.113.7, 192.0.2.1", i), "guess"); code != http.StatusUnauthorized {
+			t.Fatalf("guess %d: %d, want 401", i, code)
+		}
+	}
+	for _, tc := range []struct {
+		name, peer, forwarded string
+		want                  int
+	}{
+		{"the guessing client, through another proxy of the chain", "10.9.9.9", "203.0.113.7", http.StatusTooManyRequests},
+		{"another client of the same proxy", "10.0.0.5", "203.0.113.8, 192.0.2.1", http.StatusOK},
+		{"the proxy's own request", "10.0.0.5", "", http.StatusOK},
+		{"an untrusted peer naming the locked client", "198.51.100.50", "203.0.113.8", http.StatusOK},
+		{"a malformed chain counts the proxy", "10.0.0.5", "203.0.113.7, not-an-address", http.StatusOK},
+	} {
+		if code := call(tc.peer, tc.forwarded, right); code != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, code, tc.want)
+		}
+	}
+	// An untrusted peer cannot shift its own guesses onto someone else.
+	for i := 0; i < 10; i++ {
+		call("198.51.100.60", "203.0.113.9", "guess")
+	}
+	if code := call("10.0.0.5", "203.0.113.9", right); code != http.StatusOK {
+		t.Errorf("the address an untrusted peer named: %d, want 200", code)
+	}
+	if code := call("198.51.100.60", "", right); code != http.StatusTooManyRequests {
+		t.Errorf("the untrusted peer itself: %d, want 429", code)
+	}
+	if _, err := arhttp.NewAuthenticator(config.Auth{TrustedProxies: []string{"proxy.local"}}, "", nil, nil); err == nil || !strings.Contains(err.Error(), "server.auth.trusted_proxies[0]") {
+		t.Errorf("a bad trusted proxy: %v, want an error naming it", err)
+	}
+}
