@@ -48,8 +48,14 @@ func (d *Dashboard) currentSession(r *http.Request) (*session, bool) {
 	if err != nil {
 		return nil, false
 	}
-	if !d.opts.API.Authenticator().Enabled() && s.Via != arhttp.ViaLoopback {
-		return nil, false // a session from when credentials were configured
+	auth := d.opts.API.Authenticator()
+	switch {
+	case !auth.Enabled():
+		if s.Via != arhttp.ViaLoopback {
+			return nil, false // a session from when credentials were configured
+		}
+	case !d.sessions.holds(auth, s):
+		return nil, false // its key was removed or rotated, its role changed
 	}
 	return s, true
 }
@@ -122,7 +128,7 @@ func (d *Dashboard) handleLogin(w http.ResponseWriter, r *http.Request) {
 
 // handleLogout ends the session: its cookie is removed. A session is not
 // kept on the server, so one copied before the logout stays valid until
-// it expires; the lifetime bounds that.
+// it expires or its credential is removed from the configuration.
 func (d *Dashboard) handleLogout(w http.ResponseWriter, r *http.Request, s *session) {
 	if !d.checkForm(w, r, s) {
 		return

@@ -10,6 +10,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/agentrunner/agentrunner"
+	"github.com/agentrunner/agentrunner/config"
+	arhttp "github.com/agentrunner/agentrunner/http"
 )
 
 // TestLogin: without a session a page sends the browser to the login; a
@@ -263,4 +265,69 @@ func commands(t *testing.T, w *world) []string {
 		out = append(out, c.Kind+" by "+c.Operator+": "+fmtArgs(c.Args))
 	}
 	return out
+}
+
+// TestASessionEndsWithItsCredential: a reload that rotates a key, or
+// changes its role, ends the sessions that key started at their next
+// request, not when their cookie expires; the sessions of the keys the
+// reload kept go on.
+func TestASessionEndsWithItsCredential(t *testing.T) {
+	w := newWorld(t, true)
+	alice, grafana := w.browser(), w.browser()
+	alice.login(operatorKey)
+	grafana.login(viewerKey)
+	reload := func(keys []config.APIKey, env map[string]string) {
+		t.Helper()
+		next, err := arhttp.NewAuthenticator(config.Auth{APIKeys: keys}, "", func(k string) (string, bool) { v, ok := env[k]; return v, ok }, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.auth.Replace(next)
+	}
+	keys := []config.APIKey{
+		{Name: "grafana", KeyEnv: "VIEWER_KEY", Role: config.RoleViewer},
+		{Name: "alice", KeyEnv: "OPERATOR_KEY", Role: config.RoleOperator},
+	}
+	env := map[string]string{"VIEWER_KEY": viewerKey, "OPERATOR_KEY": "operator-key-rotated-0123456789"}
+	reload(keys, env)
+	if p := alice.get("/"); p.status != http.StatusSeeOther {
+		t.Errorf("GET / with the session of a rotated key: %d, want 303 to the login", p.status)
+	}
+	if p := grafana.get("/"); p.status != http.StatusOK {
+		t.Errorf("GET / with the session of a key the reload kept: %d, want 200", p.status)
+	}
+	env["OPERATOR_KEY"] = operatorKey
+	reload(keys, env)
+	alice.login(operatorKey)
+	keys[1].Role = config.RoleViewer
+	reload(keys, env)
+	if p := alice.get("/"); p.status != http.StatusSeeOther {
+		t.Errorf("GET / with an operator's session once the key is a viewer's: %d, want 303 to the login", p.status)
+	}
+}
+
+// TestASessionOutlivesNoToken: a session started with a JWT ends when the
+// token does, if that is before the session's own lifetime.
+func TestASessionOutlivesNoToken(t *testing.T) {
+	ss, err := newSessions(nil, DefaultSessionTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
+	short := ss.newSession(arhttp.Principal{Name: "alice", Role: config.RoleOperator, Via: arhttp.ViaJWT, Expires: now.Add(time.Hour)}, now)
+	long := ss.newSession(arhttp.Principal{Name: "alice", Role: config.RoleOperator, Via: arhttp.ViaJWT, Expires: now.Add(48 * time.Hour)}, now)
+	key := ss.newSession(arhttp.Principal{Name: "alice", Role: config.RoleOperator, Via: arhttp.ViaAPIKey}, now)
+	for _, tc := range []struct {
+		name string
+		s    *session
+		want time.Time
+	}{
+		{"a token expiring within the lifetime", short, now.Add(time.Hour)},
+		{"a token expiring after it", long, now.Add(DefaultSessionTTL)},
+		{"an API key", key, now.Add(DefaultSessionTTL)},
+	} {
+		if !tc.s.Expires.Equal(tc.want) {
+			t.Errorf("%s: the session expires at %s, want %s", tc.name, tc.s.Expires, tc.want)
+		}
+	}
 }

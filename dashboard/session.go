@@ -37,6 +37,11 @@ type session struct {
 	Via     string    `json:"v"`
 	Expires time.Time `json:"e"`
 	Nonce   string    `json:"c"`
+	// Cred is a tag of the credential that proved the principal (a MAC of
+	// its hash under the session key, which says nothing of the key to
+	// whoever reads the cookie): each request checks that the credentials
+	// configured now still hold it.
+	Cred string `json:"k,omitempty"`
 }
 
 // principal is the session as the API's handlers see the caller.
@@ -74,8 +79,28 @@ func newSessions(key []byte, ttl time.Duration) (*sessions, error) {
 func (ss *sessions) newSession(p arhttp.Principal, now time.Time) *session {
 	nonce := make([]byte, 16)
 	rand.Read(nonce)
-	return &session{Name: p.Name, Role: p.Role, Via: p.Via, Expires: now.Add(ss.ttl).UTC().Truncate(time.Second),
+	expires := now.Add(ss.ttl)
+	if !p.Expires.IsZero() && p.Expires.Before(expires) {
+		expires = p.Expires // a session outlives no token
+	}
+	s := &session{Name: p.Name, Role: p.Role, Via: p.Via, Expires: expires.UTC().Truncate(time.Second),
 		Nonce: base64.RawURLEncoding.EncodeToString(nonce)}
+	if p.Via != arhttp.ViaLoopback {
+		s.Cred = ss.credTag(p.Credential)
+	}
+	return s
+}
+
+// credTag is the session's tag of the credential whose hash is h.
+func (ss *sessions) credTag(h [sha256.Size]byte) string {
+	return base64.RawURLEncoding.EncodeToString(ss.mac("credential", h[:]))
+}
+
+// holds reports whether the credentials auth checks now still prove s.
+func (ss *sessions) holds(auth *arhttp.Authenticator, s *session) bool {
+	return s.Cred != "" && auth.Holds(s.Name, s.Role, s.Via, func(h [sha256.Size]byte) bool {
+		return hmac.Equal([]byte(ss.credTag(h)), []byte(s.Cred))
+	})
 }
 
 // mac signs data with a purpose, so a signature made for one use (a

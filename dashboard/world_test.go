@@ -42,6 +42,8 @@ type world struct {
 	kind  *runtest.HoldKind
 	clock *clocktest.Clock
 	url   string
+	// auth is the API's authenticator, for a test to reload credentials.
+	auth *arhttp.Authenticator
 }
 
 // newWorld serves a world; with auth, API keys are configured (grafana:
@@ -94,6 +96,7 @@ func newWorldWith(t testing.TB, auth bool, setup worldSetup) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
+	w.auth = authn
 	api, err := arhttp.New(arhttp.Options{Store: store, Config: cfg, Auth: authn, Logger: slog.New(slog.DiscardHandler),
 		Pipelines: pipelines, Runs: w.sched})
 	if err != nil {

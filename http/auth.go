@@ -5,6 +5,7 @@ import (
 	"crypto/rsa"
 	"crypto/sha256"
 	"crypto/subtle"
+	"crypto/x509"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -66,6 +67,13 @@ type Principal struct {
 	Role string
 	// Via is ViaAPIKey, ViaJWT or ViaLoopback.
 	Via string
+	// Credential names what proved the caller, never the credential
+	// itself: the SHA-256 of the API key, or of the key that verified the
+	// token; zero for the local admin. A session keeps a tag of it, to end
+	// once the credential is gone (Holds).
+	Credential [sha256.Size]byte
+	// Expires is when the token expires; zero for an API key.
+	Expires time.Time
 }
 
 // Authenticator checks requests' credentials: API keys and, when
@@ -84,6 +92,8 @@ type credentials struct {
 	jwtKey  any
 	jwtAlg  string
 	jwtOpts []jwt.ParserOption
+	// jwtKeyID is the SHA-256 of the secret or of the public key's DER.
+	jwtKeyID [sha256.Size]byte
 	// proxies are the trusted reverse proxies: a request from one is
 	// counted against the client its X-Forwarded-For names.
 	proxies []netip.Prefix
@@ -140,13 +150,17 @@ func NewAuthenticator(auth config.Auth, baseDir string, lookup func(string) (str
 			if err != nil {
 				return nil, fmt.Errorf("server.auth.jwt.secret_env: %w", err)
 			}
-			a.jwtKey = []byte(v)
+			a.jwtKey, a.jwtKeyID = []byte(v), sha256.Sum256([]byte(v))
 		case jwt.SigningMethodRS256.Alg():
 			key, err := readRSAPublicKey(baseDir, j.PublicKeyFile)
 			if err != nil {
 				return nil, fmt.Errorf("server.auth.jwt.public_key_file: %w", err)
 			}
-			a.jwtKey = key
+			der, err := x509.MarshalPKIXPublicKey(key)
+			if err != nil {
+				return nil, fmt.Errorf("server.auth.jwt.public_key_file: %w", err)
+			}
+			a.jwtKey, a.jwtKeyID = key, sha256.Sum256(der)
 		default:
 			return nil, fmt.Errorf("server.auth.jwt.algorithm: unknown algorithm %q (supported: HS256, RS256)", j.Algorithm)
 		}
@@ -342,7 +356,24 @@ func (a *credentials) matchKey(presented string) (Principal, bool) {
 		return Principal{}, false
 	}
 	k := a.keys[found]
-	return Principal{Name: k.name, Role: k.role, Via: ViaAPIKey}, true
+	return Principal{Name: k.name, Role: k.role, Via: ViaAPIKey, Credential: k.hash}, true
+}
+
+// Holds reports whether the credentials configured now still prove the
+// caller a session was started for: an API key of that name and role
+// (whose SHA-256 match accepts), or the key that verifies tokens (which
+// match accepts; the token's role and expiry were checked at the login).
+// A key removed or rotated by a reload, a role changed, or the JWT key
+// replaced ends the sessions it had started.
+func (a *Authenticator) Holds(name, role, via string, match func(credential [sha256.Size]byte) bool) bool {
+	c := a.creds.Load()
+	switch via {
+	case ViaAPIKey:
+		return slices.ContainsFunc(c.keys, func(k apiKey) bool { return k.name == name && k.role == role && match(k.hash) })
+	case ViaJWT:
+		return c.jwtKey != nil && match(c.jwtKeyID)
+	}
+	return false
 }
 
 // tokenClaims are the claims read from a JWT: the registered ones and the
@@ -386,7 +417,11 @@ func (a *credentials) verifyJWT(token string) (Principal, error) {
 			return Principal{}, unauthorized("the token's role is not one of %s", strings.Join(config.Roles, ", "))
 		}
 	}
-	return Principal{Name: sub, Role: role, Via: ViaJWT}, nil
+	p := Principal{Name: sub, Role: role, Via: ViaJWT, Credential: a.jwtKeyID}
+	if claims.ExpiresAt != nil { // required by the parser's options
+		p.Expires = claims.ExpiresAt.Time
+	}
+	return p, nil
 }
 
 // jwtError turns the library's error into a general message: its text can

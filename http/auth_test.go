@@ -21,6 +21,7 @@ import (
 	arhttp "github.com/agentrunner/agentrunner/http"
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // authNow is the clock of every authentication test.
@@ -127,7 +128,7 @@ func runAuthCases(t *testing.T, a *arhttp.Authenticator, cases []authCase) {
 				if err != nil {
 					t.Fatalf("Authenticate: %v", err)
 				}
-				if diff := cmp.Diff(tc.want, got); diff != "" {
+				if diff := cmp.Diff(tc.want, got, whoOnly); diff != "" {
 					t.Errorf("principal (-want +got):\n%s", diff)
 				}
 				return
@@ -519,7 +520,7 @@ func TestRequire(t *testing.T) {
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			if diff := cmp.Diff(want, seen); diff != "" {
+			if diff := cmp.Diff(want, seen, whoOnly); diff != "" {
 				t.Errorf("principals the handler saw (-want +got):\n%s", diff)
 			}
 		})
@@ -695,5 +696,79 @@ func TestRefusedCredentialsBehindAProxy(t *testing.T) {
 	}
 	if _, err := arhttp.NewAuthenticator(config.Auth{TrustedProxies: []string{"proxy.local"}}, "", nil, nil); err == nil || !strings.Contains(err.Error(), "server.auth.trusted_proxies[0]") {
 		t.Errorf("a bad trusted proxy: %v, want an error naming it", err)
+	}
+}
+
+// whoOnly compares principals by who they are: what proved them is
+// checked by TestSessionsEndWithTheirCredential.
+var whoOnly = cmpopts.IgnoreFields(arhttp.Principal{}, "Credential", "Expires")
+
+// TestSessionsEndWithTheirCredential: a principal names what proved it
+// (the hash of its API key, or of the key that verified its token) and a
+// token's expiry; Holds says whether the credentials configured now still
+// prove it, so that a session ends when a reload removes or rotates its
+// key, changes its role, or replaces the JWT key.
+func TestSessionsEndWithTheirCredential(t *testing.T) {
+	jwtConf := &config.JWT{Algorithm: "HS256", SecretEnv: "JWT_SECRET", Issuer: authIssuer, Audience: authAudience}
+	a := newTestAuthenticator(t, config.Auth{APIKeys: authKeys(), JWT: jwtConf}, "")
+	req := func(cred string) *http.Request {
+		r := httptest.NewRequest(http.MethodGet, "/api/status", nil)
+		r.Header.Set("Authorization", "Bearer "+cred)
+		return r
+	}
+	key, err := a.Authenticate(req(authOperatorKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := a.Authenticate(req(signToken(t, jwt.SigningMethodHS256, []byte(authHSSecret), authClaims(nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key.Credential == ([32]byte{}) || !key.Expires.IsZero() || tok.Credential == ([32]byte{}) || !tok.Expires.Equal(authNow.Add(time.Hour)) {
+		t.Fatalf("principals: key %+v, token %+v; want what proved them, and the token's expiry", key, tok)
+	}
+	holds := func(p arhttp.Principal) bool {
+		return a.Holds(p.Name, p.Role, p.Via, func(c [32]byte) bool { return c == p.Credential })
+	}
+	if !holds(key) || !holds(tok) {
+		t.Fatal("the credentials that proved them do not hold")
+	}
+	renamed := key
+	renamed.Role = config.RoleAdmin
+	if holds(renamed) {
+		t.Error("a principal with another role holds")
+	}
+
+	reload := func(keys []config.APIKey, env map[string]string) {
+		t.Helper()
+		next, err := arhttp.NewAuthenticator(config.Auth{APIKeys: keys, JWT: jwtConf}, "", authLookup(env), func() time.Time { return authNow })
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Replace(next)
+	}
+	env := authEnv()
+	env["OPERATOR_KEY"] = "operator-key-rotated-7e3d"
+	reload(authKeys(), env)
+	if holds(key) {
+		t.Error("the session of a rotated key holds")
+	}
+	if !holds(tok) {
+		t.Error("a token session ended with an API key's rotation")
+	}
+	keys := authKeys()
+	keys[1].Role = config.RoleViewer
+	reload(keys, authEnv())
+	if holds(key) {
+		t.Error("the session of a key whose role changed holds")
+	}
+	env = authEnv()
+	env["JWT_SECRET"] = "hs256-secret-replaced-9f8e7d6c"
+	reload(authKeys(), env)
+	if holds(tok) {
+		t.Error("a token session holds after the JWT key was replaced")
+	}
+	if !holds(key) {
+		t.Error("the key session ended with the JWT key's replacement")
 	}
 }
