@@ -747,28 +747,24 @@ func TestSessionsEndWithTheirCredential(t *testing.T) {
 		}
 		a.Replace(next)
 	}
-	env := authEnv()
-	env["OPERATOR_KEY"] = "operator-key-rotated-7e3d"
-	reload(authKeys(), env)
-	if holds(key) {
-		t.Error("the session of a rotated key holds")
-	}
-	if !holds(tok) {
-		t.Error("a token session ended with an API key's rotation")
-	}
-	keys := authKeys()
-	keys[1].Role = config.RoleViewer
-	reload(keys, authEnv())
-	if holds(key) {
-		t.Error("the session of a key whose role changed holds")
-	}
-	env = authEnv()
-	env["JWT_SECRET"] = "hs256-secret-replaced-9f8e7d6c"
-	reload(authKeys(), env)
-	if holds(tok) {
-		t.Error("a token session holds after the JWT key was replaced")
-	}
-	if !holds(key) {
-		t.Error("the key session ended with the JWT key's replacement")
+	for _, tc := range []struct {
+		name           string
+		role, env, val string // the operator key's role, and a variable set to val
+		key, token     bool   // whether each session holds after the reload
+	}{
+		{"the operator key rotated", config.RoleOperator, "OPERATOR_KEY", "operator-key-rotated-7e3d", false, true},
+		{"the operator key made a viewer's", config.RoleViewer, "", "", false, true},
+		{"the JWT key replaced", config.RoleOperator, "JWT_SECRET", "hs256-secret-replaced-9f8e7d6c", true, false},
+		{"nothing changed", config.RoleOperator, "", "", true, true},
+	} {
+		keys, env := authKeys(), authEnv()
+		keys[1].Role = tc.role
+		if tc.env != "" {
+			env[tc.env] = tc.val
+		}
+		reload(keys, env)
+		if holds(key) != tc.key || holds(tok) != tc.token {
+			t.Errorf("%s: the key's session holds %v, the token's %v; want %v and %v", tc.name, holds(key), holds(tok), tc.key, tc.token)
+		}
 	}
 }
