@@ -314,9 +314,7 @@ func (c *Client) redact(s string) string {
 		s = strings.ReplaceAll(s, sec, "[redacted]")
 	}
 	if p := c.passed.Load(); p != nil {
-		for _, v := range *p {
-			s = strings.ReplaceAll(s, v, "[redacted]")
-		}
+		s = childenv.Redact(s, *p)
 	}
 	if c.cfg.BearerFrom != nil {
 		if t := c.cfg.BearerFrom(); t != "" {
@@ -359,8 +357,6 @@ func (c *Client) connect(ctx context.Context) (*session, error) {
 		// Never os.Environ() as a whole: it holds the runner's secrets.
 		cmd.Env = childenv.BuildWith(c.cfg.Lookup, os.Environ(), nil, c.cfg.Env)
 		passed := childenv.PassedValues(cmd.Env, c.cfg.Env)
-		// Longest first, so a secret containing another is replaced whole.
-		slices.SortFunc(passed, func(a, b string) int { return len(b) - len(a) })
 		c.passed.Store(&passed)
 		cmd.Stderr = c.stderr
 		cmd.SysProcAttr = sysProcAttr()

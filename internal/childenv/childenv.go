@@ -139,15 +139,28 @@ func isBase(name string) bool {
 // variables: the credentials a child was handed, which whatever shows its
 // output must not repeat. Base variables (PATH, HOME, the locale) every
 // child gets anyway; they are not secrets.
-func PassedValues(env []string, s Spec) []string {
+func PassedValues(env []string, specs ...Spec) []string {
 	var vals []string
 	for _, kv := range env {
 		name, value, _ := strings.Cut(kv, "=")
-		if value != "" && !isBase(name) && passed(name, []Spec{s}) {
+		if value != "" && !isBase(name) && passed(name, specs) {
 			vals = append(vals, value)
 		}
 	}
+	// Longest first, so a value that contains another is replaced whole.
+	slices.SortFunc(vals, func(a, b string) int { return len(b) - len(a) })
 	return vals
+}
+
+// Redacted stands for a value Redact removed.
+const Redacted = "[redacted]"
+
+// Redact replaces each of values (as PassedValues orders them) in s.
+func Redact(s string, values []string) string {
+	for _, v := range values {
+		s = strings.ReplaceAll(s, v, Redacted)
+	}
+	return s
 }
 
 // passed reports whether a spec passes the variable name.

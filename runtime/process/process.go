@@ -177,6 +177,8 @@ func (r *Runtime) Run(ctx context.Context, inv *agentrunner.Invocation) (*agentr
 	cmd.Dir = WorkDir(inv)
 	// Never os.Environ() as a whole: it holds the runner's secrets.
 	cmd.Env = childenv.BuildWith(r.lookup, os.Environ(), invocationEnv(inv), r.env, r.agents[inv.Agent])
+	// What the agent was passed is never quoted back from its stderr.
+	secrets := childenv.PassedValues(cmd.Env, r.env, r.agents[inv.Agent])
 	cmd.SysProcAttr = sysProcAttr()
 
 	result := &agentrunner.RunResult{
@@ -252,10 +254,10 @@ func (r *Runtime) Run(ctx context.Context, inv *agentrunner.Invocation) (*agentr
 		return result, agentrunner.Fail(agentrunner.ClassInternal, "wait for agent process %d: %v", pid, waitErr)
 	}
 	if sig, ok := killedBy(cmd.ProcessState); ok {
-		return result, agentrunner.Fail(agentrunner.ClassCrash, "agent was killed by signal %d (%v)%s", int(sig), sig, stderrSuffix(result.StderrPath))
+		return result, agentrunner.Fail(agentrunner.ClassCrash, "agent was killed by signal %d (%v)%s", int(sig), sig, stderrSuffix(result.StderrPath, secrets))
 	}
 	if code := cmd.ProcessState.ExitCode(); code != 0 {
-		return result, agentrunner.Fail(agentrunner.ClassCrash, "agent exited with status %d%s", code, stderrSuffix(result.StderrPath))
+		return result, agentrunner.Fail(agentrunner.ClassCrash, "agent exited with status %d%s", code, stderrSuffix(result.StderrPath, secrets))
 	}
 	return result, nil
 }
@@ -393,8 +395,10 @@ func stoppedError(ctx context.Context, inv *agentrunner.Invocation, ran time.Dur
 }
 
 // stderrSuffix returns the end of the agent's stderr for an error message,
-// so the operator sees why it failed without opening the log.
-func stderrSuffix(path string) string {
+// so the operator sees why it failed without opening the log; the
+// secrets it was passed are redacted, since the message is stored with
+// the attempt and shown by the API.
+func stderrSuffix(path string, secrets []string) string {
 	tail, err := readTail(path, stderrTailBytes)
 	switch {
 	case err != nil:
@@ -402,7 +406,7 @@ func stderrSuffix(path string) string {
 	case tail == "":
 		return " (stderr is empty)"
 	}
-	return "; end of stderr:\n" + tail
+	return "; end of stderr:\n" + childenv.Redact(tail, secrets)
 }
 
 // readTail returns at most the last limit bytes of the file, starting at a

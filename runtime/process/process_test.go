@@ -814,3 +814,34 @@ func readPids(t *testing.T, dir, name string) []int {
 func lines(s string) []string { return strings.Split(strings.TrimSuffix(s, "\n"), "\n") }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestAFailedAgentsStderrKeepsItsSecrets: the end of stderr an error
+// quotes, stored with the attempt and shown by the API, has the values
+// the agent was passed redacted, whichever of the provider's or the
+// agent's env passed them; the log file in the attempt folder keeps them.
+func TestAFailedAgentsStderrKeepsItsSecrets(t *testing.T) {
+	secrets := map[string]string{"GITHUB_TOKEN": "ghp-0123456789abcdef", "BRAVE_API_KEY": "brave-key-fedcba9876"}
+	lookup := func(name string) (string, bool) {
+		if v, ok := secrets[name]; ok {
+			return v, ok
+		}
+		return os.LookupEnv(name)
+	}
+	rt := mustNew(t, process.Config{
+		Command: []string{"sh", "-c", `echo "auth failed for $GITHUB_TOKEN and $BRAVE_API_KEY in $HOME" >&2; exit 3`},
+		Env:     process.Env{Pass: []string{"GITHUB_TOKEN", "HOME"}},
+		Agents:  map[string]process.Env{"planner": {Pass: []string{"BRAVE_API_KEY"}}}, Lookup: lookup})
+	inv := newInvocation(t) // agent "planner"
+	_, err := rt.Run(context.Background(), inv)
+	if err == nil {
+		t.Fatal("Run: no error for an agent that exited with 3")
+	}
+	msg := err.Error()
+	if strings.Contains(msg, "ghp-0123456789abcdef") || strings.Contains(msg, "brave-key-fedcba9876") ||
+		!strings.Contains(msg, "auth failed for [redacted] and [redacted] in "+os.Getenv("HOME")) {
+		t.Errorf("the error = %q, want the passed secrets redacted and HOME shown", msg)
+	}
+	if log := readFile(t, inv.Dir, "stderr.log"); !strings.Contains(log, "ghp-0123456789abcdef") {
+		t.Errorf("stderr.log = %q, want the agent's own output", log)
+	}
+}
