@@ -454,6 +454,7 @@ type Store interface {
 	MemoryStore
 	TodoStore
 	ConversationStore
+	SessionStore
 	// Apply commits a Change in one transaction.
 	Apply(ctx context.Context, ch *Change) error
 	// Cycle returns one cycle, or an ENOTFOUND error.
@@ -502,6 +503,18 @@ type Store interface {
 	// of its hour. The zero since is all time.
 	ToolUsage(ctx context.Context, since time.Time) ([]*ToolUsage, error)
 	Close() error
+}
+
+// SessionStore keeps the dashboard's sessions that were ended before
+// they expired (signed out), so that a copy of their cookie is refused
+// too, across restarts.
+type SessionStore interface {
+	// EndSession records that the session id ended; the record is kept
+	// until expires, when the session would have ended anyway. Records
+	// whose time has passed (before now) are dropped.
+	EndSession(ctx context.Context, id string, expires, now time.Time) error
+	// SessionEnded reports whether the session id was ended.
+	SessionEnded(ctx context.Context, id string) (bool, error)
 }
 
 // Clock is the time source; tests inject a fake so nothing sleeps.

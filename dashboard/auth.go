@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -56,6 +57,15 @@ func (d *Dashboard) currentSession(r *http.Request) (*session, bool) {
 		}
 	case !d.sessions.holds(auth, s):
 		return nil, false // its key was removed or rotated, its role changed
+	}
+	ended, err := d.opts.Store.SessionEnded(r.Context(), s.Nonce)
+	if err != nil {
+		// Refused rather than let a session signed out slip through.
+		d.log.Warn("reading the sessions signed out", "error", err)
+		return nil, false
+	}
+	if ended {
+		return nil, false // signed out: this is a copy of its cookie
 	}
 	return s, true
 }
@@ -126,11 +136,15 @@ func (d *Dashboard) handleLogin(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
-// handleLogout ends the session: its cookie is removed. A session is not
-// kept on the server, so one copied before the logout stays valid until
-// it expires or its credential is removed from the configuration.
+// handleLogout ends the session: its cookie is removed, and the session
+// is recorded as ended in the store until it would have expired, so a
+// copy of the cookie taken before is refused too, across restarts.
 func (d *Dashboard) handleLogout(w http.ResponseWriter, r *http.Request, s *session) {
 	if !d.checkForm(w, r, s) {
+		return
+	}
+	if err := d.opts.Store.EndSession(r.Context(), s.Nonce, s.Expires, d.clock.Now()); err != nil {
+		d.fail(w, r, s, fmt.Errorf("sign out: %w", err))
 		return
 	}
 	http.SetCookie(w, clearCookie(r))

@@ -74,12 +74,20 @@ func TestSessionEnds(t *testing.T) {
 		t.Errorf("a cookie with its role raised: %d, want 303 to the login", p.status)
 	}
 
+	copied := w.browser() // a copy of the cookie, taken before the logout
+	copied.client.Jar.SetCookies(u, cookies)
+	if p := copied.get("/"); p.status != http.StatusOK {
+		t.Fatalf("GET / with a copy of the cookie: %d, want 200", p.status)
+	}
 	p := b.post("/logout", url.Values{"csrf": {b.csrf()}})
 	if p.status != http.StatusSeeOther || !strings.Contains(p.header.Get("Set-Cookie"), "Max-Age=0") {
 		t.Fatalf("logout: %d, Set-Cookie %q", p.status, p.header.Get("Set-Cookie"))
 	}
 	if p := b.get("/"); p.status != http.StatusSeeOther {
 		t.Errorf("GET / after the logout: %d, want 303 to the login", p.status)
+	}
+	if p := copied.get("/"); p.status != http.StatusSeeOther {
+		t.Errorf("GET / with a copy of the cookie taken before the logout: %d, want 303 to the login", p.status)
 	}
 
 	b.login(viewerKey)

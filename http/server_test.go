@@ -330,6 +330,8 @@ func (s failingStore) SaveConversation(context.Context, *agentrunner.Conversatio
 func (s failingStore) Conversation(context.Context, string, string, int) (*agentrunner.Conversation, error) {
 	return nil, s.err
 }
+func (s failingStore) EndSession(context.Context, string, time.Time, time.Time) error { return s.err }
+func (s failingStore) SessionEnded(context.Context, string) (bool, error)             { return false, s.err }
 
 var _ agentrunner.Store = failingStore{}
 

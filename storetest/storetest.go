@@ -5,6 +5,7 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -43,7 +44,7 @@ func Run(t *testing.T, open func(t *testing.T) agentrunner.Store) {
 		{"CyclePagesByStatus", testCyclePages},
 		{"AuditPages", testAuditPages},
 	}
-	for _, tt := range append(append(append(append(append(append(tests, runTests...), groupTests...), capsuleTests...), memoryTests...), todoTests...), conversationTests...) {
+	for _, tt := range slices.Concat(tests, runTests, groupTests, capsuleTests, memoryTests, todoTests, conversationTests, sessionTests) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := open(t)
 			t.Cleanup(func() { s.Close() })
