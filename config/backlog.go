@@ -127,10 +127,6 @@ func (v *validator) backlog() {
 		v.add("backlog.pipeline", "is required: the pipeline under pipelines: that a backlog item runs")
 	case p == nil:
 		v.add("backlog.pipeline", "pipeline %q is not under pipelines:%s", b.Pipeline, SuggestKey(b.Pipeline, slices.Sorted(maps.Keys(v.c.Pipelines))))
-	case p.MaxConcurrentRuns <= 0 || p.MaxConcurrentRuns >= v.c.Scheduler.MaxConcurrentAttempts:
-		// An item's tasks step holds an attempt slot while its tasks run:
-		// items in every slot would leave none for the tasks.
-		v.add("pipelines."+b.Pipeline+".max_concurrent_runs", "a backlog pipeline needs max_concurrent_runs from 1 to %d, below scheduler.max_concurrent_attempts (%d): each item's tasks step holds an attempt while its tasks run, and the tasks need attempts too", v.c.Scheduler.MaxConcurrentAttempts-1, v.c.Scheduler.MaxConcurrentAttempts)
 	}
 	if p := b.Provider; p != "" && v.c.Providers[p] == nil {
 		v.add("backlog.provider", "provider %q is not under providers:%s", p, SuggestKey(p, slices.Sorted(maps.Keys(v.c.Providers))))

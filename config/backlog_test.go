@@ -21,7 +21,6 @@ func TestBacklogSteps(t *testing.T) {
 			`:16:35: pipelines.items.steps.work.tasks.pipeline: pipeline "taks" is not under pipelines: (did you mean "task"?)`,
 			`:16:51: pipelines.items.steps.work.tasks.from: is required: a state step of this pipeline whose agent splits the item (output type task_split), got "refine2"`,
 			`:16:66: pipelines.items.steps.work.tasks.max_parallel: must not be negative, got -1`,
-			`:11:3: pipelines.items.max_concurrent_runs: a backlog pipeline needs max_concurrent_runs from 1 to 15, below scheduler.max_concurrent_attempts (16): each item's tasks step holds an attempt while its tasks run, and the tasks need attempts too`,
 			`:6:3: backlog.provider: provider "nowhere" is not under providers: (known keys: mock)`,
 			`:7:30: backlog.confidence.Planning: must be 0-100 (0: no threshold), got -1`,
 			`:7:16: backlog.confidence.default: must be 0-100 (0: no threshold), got 101`,

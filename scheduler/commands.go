@@ -227,6 +227,7 @@ func (s *Scheduler) timers() {
 // first, and records them running in the batch: they start once it is
 // committed, so an attempt recorded running is one that runs.
 func (s *Scheduler) assign() {
+	s.resume() // attempts that run already come first
 	b := s.batch
 	queue := append(s.ready, b.start...)
 	s.ready, b.start = nil, nil
@@ -291,6 +292,7 @@ func (s *Scheduler) startWorker(ctx context.Context, t *task) {
 	st := t.rs.pipeline.Steps[t.att.Step]
 	ctx, cancel := context.WithCancel(ctx)
 	t.ss.cancel = cancel
+	ctx = agentrunner.WithWaiting(ctx, (&waiter{s: s, ss: t.ss}).wait)
 	timeout, late := s.attemptBound(t) // cut to what is left of the run
 	a := &agentrunner.StepAttempt{
 		Run: t.rs.run, Step: st, StepRun: t.ss.sr, Attempt: t.att, Dir: t.att.Dir, RunDir: t.rs.run.Dir, Timeout: timeout, Late: late,
@@ -317,7 +319,7 @@ func (s *Scheduler) startWorker(ctx context.Context, t *task) {
 		if err != nil && ctx.Err() == context.DeadlineExceeded && agentrunner.ClassOf(err) != agentrunner.ClassTimeout {
 			err = agentrunner.Fail(agentrunner.ClassTimeout, "attempt timed out after %s: %v", timeout, err)
 		}
-		// Never blocks: the channel has a place for every slot.
+		// The loop takes results at every pass (see New).
 		s.results <- &result{task: *t, res: res, err: err}
 	}()
 }

@@ -162,6 +162,8 @@ type Scheduler struct {
 	awaited *commandResults
 	// starts are runs asked for by Start, handled by the loop.
 	starts chan *startRequest
+	// slotRequests are the workers' agentrunner.Waiting, for the loop.
+	slotRequests chan slotRequest
 	// settled is closed after the first pass (see Ready).
 	settled     chan struct{}
 	settledOnce sync.Once
@@ -185,6 +187,11 @@ type Scheduler struct {
 	delayed  []*task                // attempts waiting for their backoff
 	slots    int
 	ids      *idAllocator
+	// yielded are the running attempts that gave their slot back while
+	// they wait on other runs (agentrunner.Waiting); resuming, those of
+	// them that want one again, oldest first.
+	yielded  map[*stepState]bool
+	resuming []slotRequest
 	// timed are the waiting gates that have a timeout, with their runs; a
 	// gate decided or canceled since (its deadline cleared) is dropped
 	// when next looked at.
@@ -264,7 +271,12 @@ func New(opts Options) (*Scheduler, error) {
 	s.store = &watchedStore{Store: opts.Store, s: s}
 	s.watch.due = map[*agentrunner.StepAttempt]time.Time{}
 	s.slots = s.opts.MaxAttempts
-	s.results = make(chan *result, s.opts.MaxAttempts)
+	// Room for the workers holding a slot and as many again waiting with
+	// theirs given back. Past that a worker's send waits for the loop,
+	// which takes results at every pass and while it shuts down.
+	s.results = make(chan *result, 2*s.opts.MaxAttempts)
+	s.slotRequests = make(chan slotRequest, 4*s.opts.MaxAttempts)
+	s.yielded = map[*stepState]bool{}
 	s.ids = newIDAllocator(s.store, s.clock)
 	s.born = s.clock.Now()
 	return s, nil
@@ -356,6 +368,8 @@ func (s *Scheduler) loop(ctx, workCtx context.Context) error {
 			case <-s.wake:
 				commandsDue = true
 			case req = <-s.starts:
+			case q := <-s.slotRequests:
+				s.slotRequest(q)
 			case <-timer:
 				commandsDue = true // the poll, and due backoffs and gates
 			}
@@ -373,6 +387,7 @@ func (s *Scheduler) loop(ctx, workCtx context.Context) error {
 			s.handle(first)
 		}
 		s.drain()
+		s.drainSlotRequests()
 		if req != nil {
 			if err := s.start(pass, req); err != nil {
 				return err
@@ -457,7 +472,7 @@ func (s *Scheduler) nextTimer() (<-chan time.Time, func()) {
 	case agentrunner.SteppedClock:
 		poll := time.NewTimer(s.opts.Poll)
 		due, ok := s.nextDue()
-		if !ok || s.slots < s.opts.MaxAttempts {
+		if !ok || s.inflight > 0 || s.slots < s.opts.MaxAttempts {
 			return poll.C, func() { poll.Stop() }
 		}
 		fired, stopped := make(chan time.Time, 1), make(chan struct{})

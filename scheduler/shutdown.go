@@ -120,6 +120,9 @@ func (s *Scheduler) shutdown(ctx context.Context, stopWork context.CancelCauseFu
 		case r := <-s.results:
 			s.handle(r)
 			s.drain()
+		case q := <-s.slotRequests:
+			s.slotRequest(q)
+			s.resume()
 		case <-over:
 			s.interruptWork(stopWork)
 		case <-s.hurry:

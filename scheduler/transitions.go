@@ -32,7 +32,7 @@ const (
 // a step run that is no longer open (the run failed or was aborted while
 // the attempt ran) is dropped: its outcome no longer matters.
 func (s *Scheduler) handle(r *result) {
-	s.slots++
+	s.ended(r.ss)
 	s.inflight--
 	if r.ss.cancel != nil {
 		r.ss.cancel()
@@ -269,7 +269,7 @@ func (s *Scheduler) newAttempt(ch *agentrunner.Change, rs *runState, ss *stepSta
 	case notBefore.After(now):
 		att.Status, att.StartedAt, att.NotBefore = agentrunner.AttemptPending, time.Time{}, notBefore
 		s.batch.delay = append(s.batch.delay, t)
-	case s.mayStart() && len(s.ready) == 0 && len(s.batch.start) == 0:
+	case s.mayStart() && len(s.ready) == 0 && len(s.batch.start) == 0 && len(s.resuming) == 0:
 		s.slots--
 		s.batch.run = append(s.batch.run, t)
 		s.startedEvent(ch, t)

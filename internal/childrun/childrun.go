@@ -39,8 +39,17 @@ func Find(ctx context.Context, store Store, parent, key, value string) (string, 
 
 // Wait looks at run id every poll until it ended, and returns it. A store
 // error is returned as it is; a context that ends first, wrapped in
-// ErrStopped.
-func Wait(ctx context.Context, store Store, id string, poll time.Duration) (*agentrunner.Run, error) {
+// ErrStopped. While it waits, the attempt of ctx gives its place among
+// the attempts that run at once back (agentrunner.Waiting), so that the
+// child can run even when every place is taken by parents that wait; it
+// takes one again before it returns the run.
+func Wait(ctx context.Context, store Store, id string, poll time.Duration) (r *agentrunner.Run, err error) {
+	resume := agentrunner.Waiting(ctx)
+	defer func() {
+		if rerr := resume(ctx); rerr != nil && err == nil {
+			r, err = nil, fmt.Errorf("%w: %w", ErrStopped, rerr)
+		}
+	}()
 	t := time.NewTicker(poll)
 	defer t.Stop()
 	for {
