@@ -56,6 +56,45 @@ func (k *parentKind) Run(ctx context.Context, a *agentrunner.StepAttempt) (*agen
 	return &agentrunner.StepResult{Output: []byte("done")}, nil
 }
 
+// parents runs a scheduler with slots slots over pipeline parent, whose
+// step spawn (then after, if after) starts children runs of pipeline
+// child (one script step, work) and waits for them.
+func parents(t *testing.T, k *scriptKind, slots, children int, after bool) (*harness, *parentKind) {
+	t.Helper()
+	spawn := &agentrunner.Step{ID: "spawn", Kind: "parent", Next: agentrunner.EndStep}
+	ss := []*agentrunner.Step{spawn}
+	if after {
+		spawn.Next = "after"
+		ss = append(ss, &agentrunner.Step{ID: "after", Next: agentrunner.EndStep})
+	}
+	parent := &agentrunner.Pipeline{Name: "parent", Start: "spawn", Steps: steps(ss...)}
+	child := &agentrunner.Pipeline{Name: "child", Start: "work", Steps: steps(&agentrunner.Step{ID: "work", Next: agentrunner.EndStep})}
+	h := newHarness(t, k, parent, child)
+	pk := &parentKind{pipeline: "child", store: h.store, children: children}
+	h.kinds = map[string]agentrunner.StepKind{"parent": pk}
+	h.maxAtt = slots
+	h.run()
+	pk.bind(h.sched)
+	return h, pk
+}
+
+// completed checks that every run of ids completes.
+func completed(t *testing.T, h *harness, ids ...string) {
+	t.Helper()
+	for _, id := range ids {
+		if r, _ := h.waitDone(id); r.Status != agentrunner.RunCompleted {
+			t.Errorf("run %s is %s (%s), want completed", id, r.Status, r.Error)
+		}
+	}
+}
+
+// peak is the most attempts of k that ran at once.
+func peak(k *scriptKind) int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.peak
+}
+
 // TestParentsWaitingOnChildrenGiveTheirSlotsBack: with 2 slots and 4
 // runs whose step starts a child run and waits for it, the parents that
 // hold the slots give them back while they wait, so their children run
@@ -63,29 +102,14 @@ func (k *parentKind) Run(ctx context.Context, a *agentrunner.StepAttempt) (*agen
 // children waited for one forever.
 func TestParentsWaitingOnChildrenGiveTheirSlotsBack(t *testing.T) {
 	k := &scriptKind{delay: 20 * time.Millisecond}
-	parent := &agentrunner.Pipeline{Name: "parent", Start: "spawn", Steps: steps(&agentrunner.Step{ID: "spawn", Kind: "parent", Next: "after"},
-		&agentrunner.Step{ID: "after", Next: agentrunner.EndStep})}
-	child := &agentrunner.Pipeline{Name: "child", Start: "work", Steps: steps(&agentrunner.Step{ID: "work", Next: agentrunner.EndStep})}
-	h := newHarness(t, k, parent, child)
-	pk := &parentKind{pipeline: "child", store: h.store}
-	h.kinds = map[string]agentrunner.StepKind{"parent": pk}
-	h.maxAtt = 2
-	h.run()
-	pk.bind(h.sched)
+	h, _ := parents(t, k, 2, 1, true)
 	var ids []string
 	for range 4 {
 		ids = append(ids, h.startRun("parent", nil))
 	}
-	for _, id := range ids {
-		if r, _ := h.waitDone(id); r.Status != agentrunner.RunCompleted {
-			t.Errorf("run %s is %s (%s), want completed", id, r.Status, r.Error)
-		}
-	}
-	k.mu.Lock()
-	peak := k.peak
-	k.mu.Unlock()
-	if peak > 2 {
-		t.Errorf("%d attempts of the script kind ran at once, more than the 2 slots", peak)
+	completed(t, h, ids...)
+	if n := peak(k); n > 2 {
+		t.Errorf("%d attempts of the script kind ran at once, more than the 2 slots", n)
 	}
 }
 
@@ -95,43 +119,23 @@ func TestParentsWaitingOnChildrenGiveTheirSlotsBack(t *testing.T) {
 // allow.
 func TestParallelWaitsGiveOneSlotBack(t *testing.T) {
 	k := &scriptKind{delay: 20 * time.Millisecond}
-	parent := &agentrunner.Pipeline{Name: "parent", Start: "spawn", Steps: steps(&agentrunner.Step{ID: "spawn", Kind: "parent", Next: agentrunner.EndStep})}
-	child := &agentrunner.Pipeline{Name: "child", Start: "work", Steps: steps(&agentrunner.Step{ID: "work", Next: agentrunner.EndStep})}
-	h := newHarness(t, k, parent, child)
-	pk := &parentKind{pipeline: "child", store: h.store, children: 2}
-	h.kinds = map[string]agentrunner.StepKind{"parent": pk}
-	h.maxAtt = 2
-	h.run()
-	pk.bind(h.sched)
-	a, b := h.startRun("parent", nil), h.startRun("parent", nil)
-	for _, id := range []string{a, b} {
-		if r, _ := h.waitDone(id); r.Status != agentrunner.RunCompleted {
-			t.Errorf("run %s is %s (%s), want completed", id, r.Status, r.Error)
-		}
-	}
+	h, _ := parents(t, k, 2, 2, false)
+	completed(t, h, h.startRun("parent", nil), h.startRun("parent", nil))
 	if n := len(k.Calls()); n != 4 {
 		t.Errorf("%d children ran, want 4", n)
 	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.peak > 2 {
-		t.Errorf("%d children ran at once, more than the 2 slots", k.peak)
+	if n := peak(k); n > 2 {
+		t.Errorf("%d children ran at once, more than the 2 slots", n)
 	}
 }
 
 // TestAShutdownWhileAParentWaits: a runner shut down while a parent
 // waits with its slot given back stops cleanly; started again, the
-// parent's attempt runs again, finds its child ended, and completes.
+// parent's attempt runs again, finds the child it started, which runs
+// again too, and completes.
 func TestAShutdownWhileAParentWaits(t *testing.T) {
 	k := &scriptKind{block: map[string]bool{"work": true}}
-	parent := &agentrunner.Pipeline{Name: "parent", Start: "spawn", Steps: steps(&agentrunner.Step{ID: "spawn", Kind: "parent", Next: agentrunner.EndStep})}
-	child := &agentrunner.Pipeline{Name: "child", Start: "work", Steps: steps(&agentrunner.Step{ID: "work", Next: agentrunner.EndStep})}
-	h := newHarness(t, k, parent, child)
-	pk := &parentKind{pipeline: "child", store: h.store}
-	h.kinds = map[string]agentrunner.StepKind{"parent": pk}
-	h.maxAtt = 1
-	h.run()
-	pk.bind(h.sched)
+	h, pk := parents(t, k, 1, 1, false)
 	id := h.startRun("parent", nil)
 	waitCalls(t, k, 1) // the child runs in the slot its parent gave back
 	h.shutdown()
@@ -140,7 +144,5 @@ func TestAShutdownWhileAParentWaits(t *testing.T) {
 	k.mu.Unlock()
 	h.run()
 	pk.bind(h.sched)
-	if r, _ := h.waitDone(id); r.Status != agentrunner.RunCompleted {
-		t.Errorf("run %s is %s (%s), want completed", id, r.Status, r.Error)
-	}
+	completed(t, h, id)
 }
