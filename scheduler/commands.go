@@ -292,7 +292,7 @@ func (s *Scheduler) startWorker(ctx context.Context, t *task) {
 	st := t.rs.pipeline.Steps[t.att.Step]
 	ctx, cancel := context.WithCancel(ctx)
 	t.ss.cancel = cancel
-	ctx = agentrunner.WithWaiting(ctx, (&waiter{s: s, ss: t.ss}).wait)
+	ctx = agentrunner.WithWaiting(ctx, (&waiter{s: s, ss: t.ss, ctx: ctx}).wait)
 	timeout, late := s.attemptBound(t) // cut to what is left of the run
 	a := &agentrunner.StepAttempt{
 		Run: t.rs.run, Step: st, StepRun: t.ss.sr, Attempt: t.att, Dir: t.att.Dir, RunDir: t.rs.run.Dir, Timeout: timeout, Late: late,

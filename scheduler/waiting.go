@@ -19,10 +19,11 @@ type slotRequest struct {
 // overlapping waits of one attempt, gives the slot back at the first and
 // takes one again at the last resume.
 type waiter struct {
-	s  *Scheduler
-	ss *stepState
-	mu sync.Mutex // held while a slot is taken again, so a new wait follows it
-	n  int
+	s   *Scheduler
+	ss  *stepState
+	ctx context.Context // the attempt's: once it ends, the loop may be gone
+	mu  sync.Mutex      // held while a slot is taken again, so a new wait follows it
+	n   int
 }
 
 func (w *waiter) wait() func(context.Context) error {
@@ -30,7 +31,10 @@ func (w *waiter) wait() func(context.Context) error {
 	defer w.mu.Unlock()
 	w.n++
 	if w.n == 1 {
-		w.s.slotRequests <- slotRequest{ss: w.ss, give: true}
+		select {
+		case w.s.slotRequests <- slotRequest{ss: w.ss, give: true}:
+		case <-w.ctx.Done(): // the slot stays the attempt's, which is ending
+		}
 	}
 	var once sync.Once
 	return func(ctx context.Context) (err error) {
