@@ -574,7 +574,8 @@ func clientAddr(r *http.Request, proxies []netip.Prefix) string {
 	if err != nil {
 		host = r.RemoteAddr
 	}
-	if !trusted(host, proxies) {
+	peer, err := netip.ParseAddr(host)
+	if err != nil || !trusted(peer, proxies) {
 		return host
 	}
 	var hops []string
@@ -586,19 +587,15 @@ func clientAddr(r *http.Request, proxies []netip.Prefix) string {
 		if err != nil {
 			return host // a malformed chain names no client: count the proxy
 		}
-		if !trusted(a.String(), proxies) {
+		if !trusted(a, proxies) {
 			return a.Unmap().String()
 		}
 	}
 	return host
 }
 
-// trusted reports whether addr is one of the trusted proxies.
-func trusted(addr string, proxies []netip.Prefix) bool {
-	a, err := netip.ParseAddr(addr)
-	if err != nil {
-		return false
-	}
+// trusted reports whether a is one of the trusted proxies.
+func trusted(a netip.Addr, proxies []netip.Prefix) bool {
 	a = a.Unmap()
 	return slices.ContainsFunc(proxies, func(p netip.Prefix) bool { return p.Contains(a) })
 }

@@ -310,15 +310,13 @@ func secrets(cfg ServerConfig) []string {
 
 // redact removes the configuration's secrets from an error text.
 func (c *Client) redact(s string) string {
-	for _, sec := range c.secret {
-		s = strings.ReplaceAll(s, sec, "[redacted]")
-	}
+	s = childenv.Redact(s, c.secret)
 	if p := c.passed.Load(); p != nil {
 		s = childenv.Redact(s, *p)
 	}
 	if c.cfg.BearerFrom != nil {
 		if t := c.cfg.BearerFrom(); t != "" {
-			s = strings.ReplaceAll(s, t, "[redacted]")
+			s = childenv.Redact(s, []string{t})
 		}
 	}
 	return s

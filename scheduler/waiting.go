@@ -106,8 +106,13 @@ func (s *Scheduler) resume() {
 }
 
 // ended settles the slot of an attempt whose result came: its slot is
-// free again, unless it had given it back and not taken one since.
+// free again, unless it had given it back and not taken one since. The
+// requests already sent are applied first: the attempt sent them before
+// its result, but the loop may have taken the result first (an attempt
+// that gave its slot back and was stopped at once), and a slot given
+// back after it was freed would be one slot too many.
 func (s *Scheduler) ended(ss *stepState) {
+	s.drainSlotRequests()
 	if !s.yielded[ss] {
 		s.slots++
 		return
